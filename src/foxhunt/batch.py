@@ -1,0 +1,43 @@
+"""Typed batches: what flows from the data pipeline into the model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+import torch
+from torch import Tensor
+
+
+@dataclass(frozen=True, slots=True)
+class TFTBatch:
+    """One batch of windows.
+
+    Shapes use B = batch, L = lookback, H = horizon, S = static reals,
+    C = static categoricals, P = past inputs (observed + known), F = known future inputs.
+    """
+
+    static: Tensor  # [B, S] float
+    past: Tensor  # [B, L, P] float
+    future: Tensor  # [B, H, F] float
+    target: Tensor | None = None  # [B, H] float, scaled target returns
+    static_categorical: Tensor | None = None  # [B, C] int64 category codes
+    anchor: Tensor | None = None  # [B] int64: row of the last observed bar of each window
+
+    @property
+    def batch_size(self) -> int:
+        return int(self.past.shape[0])
+
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> TFTBatch:
+        moved = {
+            f.name: (v.to(device, non_blocking=non_blocking) if isinstance(v, Tensor) else v)
+            for f in fields(self)
+            if (v := getattr(self, f.name)) is not None
+        }
+        return replace(self, **moved)
+
+    def slice(self, start: int, stop: int) -> TFTBatch:
+        """Rows [start, stop) of every tensor: micro-batches for gradient accumulation."""
+        parts = {
+            f.name: v[start:stop] for f in fields(self) if (v := getattr(self, f.name)) is not None
+        }
+        return replace(self, **parts)
