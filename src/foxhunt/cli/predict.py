@@ -1,0 +1,56 @@
+"""`foxhunt predict`: quantile forecasts of the next bars after the latest window of a file."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+
+from foxhunt.cli.common import add_data_file_arguments, read_frame
+from foxhunt.run import load_run
+from foxhunt.storage import atomic_write_bytes
+from foxhunt.training.job import BASIS_POINTS
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("predict", help="forecast the next bars after the end of a file")
+    p.add_argument("run_dir", type=Path, help="folder of a trained run")
+    add_data_file_arguments(p, required=True)
+    p.add_argument("--output", type=Path, default=None, help="also write the table as CSV")
+    p.set_defaults(run=run)
+
+
+def forecast_table(run_dir: Path, frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per symbol and forecast step: quantiles of the log return in basis points."""
+    loaded = load_run(run_dir)
+    latest = loaded.preprocessor.latest(frame)
+    with torch.no_grad():
+        out = loaded.model(latest.batch)
+    quantiles = out.quantiles.numpy() * loaded.preprocessor.target_scale * BASIS_POINTS
+    rows = []
+    for b, symbol in enumerate(latest.symbols):
+        for step, when in enumerate(latest.timestamps_for(b)):
+            row: dict[str, Any] = {
+                "symbol": symbol,
+                "last_bar": latest.last_timestamps[b],
+                "step": step + 1,
+                "timestamp": when,
+            }
+            for i, q in enumerate(loaded.config.model.quantiles):
+                row[f"q{q:g}_bp"] = round(float(quantiles[b, step, i]), 3)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def run(args: argparse.Namespace) -> int:
+    config_tz = load_run(args.run_dir).preprocessor.timezone
+    frame = read_frame(args, config_tz)
+    table = forecast_table(args.run_dir, frame)
+    print(table.to_string(index=False))
+    print("(log-return quantiles in basis points; times extrapolated from the bar spacing)")
+    if args.output is not None:
+        atomic_write_bytes(args.output, table.to_csv(index=False).encode())
+    return 0

@@ -1,0 +1,175 @@
+"""`foxhunt train`: fit a TFT on bars and report test metrics against baselines."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from foxhunt.cli.common import add_data_file_arguments, csv_tuple, float_tuple
+from foxhunt.data import DataConfig
+from foxhunt.errors import ConfigError
+from foxhunt.model.config import TFTConfig
+from foxhunt.run import RunConfig
+from foxhunt.training.config import TrainingConfig
+from foxhunt.training.job import JobOptions, train
+
+log = logging.getLogger("foxhunt.train")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("train", help="train a TFT and print test metrics")
+    add_data_file_arguments(p, required=False)
+    d = p.add_argument_group("data")
+    d.add_argument("--lookback", type=int, default=64, help="bars of history per window")
+    d.add_argument("--horizon", type=int, default=8, help="bars to forecast")
+    d.add_argument(
+        "--max-gap",
+        default="auto",
+        help='largest time between bars inside a window ("10min"); "auto" = 1.5x the bar '
+        'spacing; "none" lets windows straddle session gaps',
+    )
+    d.add_argument("--val-fraction", type=float, default=0.15)
+    d.add_argument("--test-fraction", type=float, default=0.15)
+    d.add_argument("--observed-columns", type=csv_tuple, default=(), help="extra past inputs")
+    d.add_argument("--known-columns", type=csv_tuple, default=(), help="extra known inputs")
+    d.add_argument(
+        "--synthetic-days", type=int, default=60, help="days of built-in data without a file"
+    )
+    m = p.add_argument_group("model")
+    m.add_argument("--hidden-size", type=int, default=32)
+    m.add_argument("--variable-hidden-size", type=int, default=8)
+    m.add_argument("--attention-heads", type=int, default=4)
+    m.add_argument("--dropout", type=float, default=0.1)
+    m.add_argument("--quantiles", type=float_tuple, default=(0.1, 0.5, 0.9))
+    m.add_argument(
+        "--use-gradient-checkpointing",
+        action="store_true",
+        help="recompute every segment's activations in backward (less memory, ~1.3x time)",
+    )
+    m.add_argument(
+        "--checkpoint-segments", type=csv_tuple, default=None, help="checkpoint only these"
+    )
+    t = p.add_argument_group("training")
+    t.add_argument("--epochs", type=int, default=5)
+    t.add_argument("--batch-size", type=int, default=64)
+    t.add_argument("--lr", type=float, default=1e-3)
+    t.add_argument("--weight-decay", type=float, default=1e-4)
+    t.add_argument("--grad-clip", type=float, default=1.0)
+    t.add_argument("--patience", type=int, default=3)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    t.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"])
+    t.add_argument("--max-steps-per-epoch", type=int, default=None)
+    t.add_argument("--num-workers", type=int, default=0)
+    r = p.add_argument_group("run folder, checkpoints and memory")
+    r.add_argument(
+        "--output-dir", type=Path, default=None, help="run folder (default: runs/<date-time>)"
+    )
+    r.add_argument(
+        "--resume",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="continue the run in DIR exactly where its last checkpoint left off",
+    )
+    r.add_argument("--overwrite", action="store_true", help="replace an existing run in the folder")
+    r.add_argument(
+        "--checkpoint-every", type=int, default=None, help="also checkpoint every N steps"
+    )
+    r.add_argument("--keep-checkpoints", type=int, default=2, help="keep the last K (+ the best)")
+    r.add_argument(
+        "--checkpoint-storage", default=None, help="folder or fsspec URL (s3://...) for checkpoints"
+    )
+    r.add_argument("--memory-log-every", type=int, default=100, help="memory debug line every N")
+    r.add_argument("--leak-threshold-mb", type=float, default=500.0)
+    p.set_defaults(run=run)
+
+
+def checkpointing_mode(args: argparse.Namespace) -> str | tuple[str, ...]:
+    if args.checkpoint_segments:
+        return tuple(args.checkpoint_segments)
+    return "full" if args.use_gradient_checkpointing else "none"
+
+
+def run_config_from_args(args: argparse.Namespace) -> RunConfig:
+    max_gap = None if str(args.max_gap).lower() == "none" else args.max_gap
+    data = DataConfig(
+        path=args.data_file,
+        timezone=args.timezone,
+        timestamp_column=args.timestamp_column,
+        lookback=args.lookback,
+        horizon=args.horizon,
+        max_gap=max_gap,
+        val_fraction=args.val_fraction,
+        test_fraction=args.test_fraction,
+        observed_columns=args.observed_columns,
+        known_columns=args.known_columns,
+        synthetic_days=args.synthetic_days,
+        synthetic_seed=args.seed,
+    )
+    model = TFTConfig(
+        num_static=0,  # the data decides num_*: placeholders until fit_model_config
+        num_past=1,
+        num_future=0,
+        lookback=args.lookback,
+        horizon=args.horizon,
+        hidden_size=args.hidden_size,
+        variable_hidden_size=args.variable_hidden_size,
+        attention_heads=args.attention_heads,
+        dropout=args.dropout,
+        quantiles=args.quantiles,
+        checkpointing=checkpointing_mode(args),
+    )
+    training = TrainingConfig(
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        weight_decay=args.weight_decay,
+        grad_clip=args.grad_clip,
+        patience=args.patience,
+        seed=args.seed,
+        device=args.device,
+        precision=args.precision,
+        max_steps_per_epoch=args.max_steps_per_epoch,
+        num_workers=args.num_workers,
+    )
+    return RunConfig(data=data, model=model, training=training)
+
+
+def output_dir(args: argparse.Namespace) -> Path:
+    if args.resume is not None:
+        if args.output_dir is not None and args.output_dir != args.resume:
+            raise ConfigError("--resume DIR continues the run in DIR; drop --output-dir")
+        return Path(args.resume)
+    folder = args.output_dir or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
+    if (folder / "checkpoints").is_dir() and any((folder / "checkpoints").iterdir()):
+        if not args.overwrite:
+            raise ConfigError(
+                f"{folder} already holds a run; pass --resume {folder} to continue it, "
+                "--overwrite to replace it, or another --output-dir"
+            )
+        shutil.rmtree(folder / "checkpoints")
+    return folder
+
+
+def run(args: argparse.Namespace) -> int:
+    config = run_config_from_args(args)
+    folder = output_dir(args)
+    source = args.data_file or f"built-in synthetic ES bars ({args.synthetic_days} days)"
+    log.info("training on %s -> %s", source, folder)
+    options = JobOptions(
+        resume=args.resume is not None,
+        checkpoint_every=args.checkpoint_every,
+        keep_checkpoints=args.keep_checkpoints,
+        checkpoint_storage=args.checkpoint_storage,
+        memory_log_every=args.memory_log_every,
+        leak_threshold_mb=args.leak_threshold_mb,
+    )
+    result = train(config, folder, options=options)
+    print(result.table)
+    print(f"run saved to {result.run_dir} (metrics.json, model.safetensors, config.json)")
+    return 0

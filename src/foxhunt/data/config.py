@@ -1,0 +1,159 @@
+"""Data configuration: which bars, how they are cut into windows and split in time."""
+
+from __future__ import annotations
+
+import zoneinfo
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from foxhunt.errors import ConfigError
+
+#: Names tried, in order and case-insensitively, when `timestamp_column` is None.
+TIMESTAMP_CANDIDATES = ("timestamp", "datetime", "date", "time", "ts")
+#: Timezone given to naive timestamps when `timezone` is None: futures bars are exchange time.
+DEFAULT_TIMEZONE = "America/New_York"
+
+_TUPLE_FIELDS = ("observed_columns", "known_columns", "volatility_windows", "synthetic_symbols")
+_RESERVED_COLUMNS = ("timestamp", "symbol")
+
+
+def _fail(name: str, value: object, fix: str) -> ConfigError:
+    return ConfigError(f"DataConfig.{name}={value!r}: {fix}")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def parse_max_gap(value: str | None) -> pd.Timedelta | str | None:
+    """ "auto", None, or a positive pandas Timedelta; raises ConfigError otherwise."""
+    if value is None or value == "auto":
+        return value
+    gap: pd.Timedelta | None = None
+    if isinstance(value, str):
+        try:
+            gap = pd.Timedelta(value)
+        except (ValueError, TypeError):
+            gap = None
+    if gap is None or pd.isna(gap) or gap <= pd.Timedelta(0):
+        raise _fail("max_gap", value, 'use a positive duration such as "10min", "auto" or None')
+    return gap
+
+
+@dataclass(frozen=True, kw_only=True)
+class DataConfig:
+    """Where the bars come from, how windows are cut and how time is split.
+
+    Attributes:
+        path: a .parquet/.pq or .csv/.csv.gz file of OHLCV bars; None = built-in synthetic
+            ES-like bars (see `synthetic_*`).
+        timezone: IANA name. Naive timestamps are localized to it (default America/New_York,
+            exchange time); tz-aware ones are converted to it (default: kept as they are).
+            Calendar features (minute of day, day of week) are computed in this timezone.
+        timestamp_column: name of the time column; None detects one of timestamp, datetime,
+            date, time, ts (case-insensitive) or a datetime index.
+        symbol_column: column naming the instrument; absent = one series called "default".
+        lookback: bars of history each window feeds the encoder (>= 1).
+        horizon: bars ahead whose log returns are forecast (>= 1).
+        max_gap: largest time allowed between consecutive bars inside a window, as a pandas
+            Timedelta string ("10min"); "auto" = 1.5x the median bar spacing, so windows never
+            straddle the daily maintenance break or a weekend; None = ignore gaps.
+        val_fraction: share of the time span (by distinct timestamps) for validation, after
+            the training part; in [0, 1).
+        test_fraction: share of the time span for the test split, at the end; in [0, 1).
+        observed_columns: extra numeric columns of the file, fed as past-only inputs.
+        known_columns: extra numeric columns known in advance, fed as past and future inputs.
+        volatility_windows: bars of each rolling realized-volatility feature (each >= 2).
+        synthetic_days: trading sessions of synthetic bars when `path` is None (>= 1).
+        synthetic_seed: seed of the synthetic bars.
+        synthetic_symbols: instruments of the synthetic bars.
+    """
+
+    path: Path | None = None
+    timezone: str | None = None
+    timestamp_column: str | None = None
+    symbol_column: str = "symbol"
+    lookback: int = 64
+    horizon: int = 8
+    max_gap: str | None = "auto"
+    val_fraction: float = 0.15
+    test_fraction: float = 0.15
+    observed_columns: tuple[str, ...] = ()
+    known_columns: tuple[str, ...] = ()
+    volatility_windows: tuple[int, ...] = (12, 48)
+    synthetic_days: int = 60
+    synthetic_seed: int = 0
+    synthetic_symbols: tuple[str, ...] = ("ES",)
+
+    def __post_init__(self) -> None:
+        if self.path is not None and not isinstance(self.path, Path):
+            object.__setattr__(self, "path", Path(self.path))
+        for name in _TUPLE_FIELDS:  # lists (from JSON or a CLI) become tuples
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        self._check_names()
+        for name, low in (("lookback", 1), ("horizon", 1), ("synthetic_days", 1)):
+            value = getattr(self, name)
+            if not _is_int(value) or value < low:
+                raise _fail(name, value, f"must be an integer >= {low}")
+        if not _is_int(self.synthetic_seed):
+            raise _fail("synthetic_seed", self.synthetic_seed, "must be an integer")
+        parse_max_gap(self.max_gap)
+        for name in ("val_fraction", "test_fraction"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not 0.0 <= value < 1.0:
+                raise _fail(name, value, "must be a number in [0, 1)")
+        if self.val_fraction + self.test_fraction >= 1.0:
+            raise _fail(
+                "val_fraction",
+                self.val_fraction,
+                f"val_fraction + test_fraction (= {self.val_fraction + self.test_fraction:g}) "
+                "must leave time for training: keep the sum below 1",
+            )
+        windows = self.volatility_windows
+        if any(not _is_int(w) or w < 2 for w in windows) or len(set(windows)) != len(windows):
+            raise _fail("volatility_windows", windows, "use distinct integers >= 2, e.g. (12, 48)")
+
+    def _check_names(self) -> None:
+        if self.timezone is not None:
+            try:
+                zoneinfo.ZoneInfo(self.timezone)
+            except (zoneinfo.ZoneInfoNotFoundError, ValueError, TypeError):
+                raise _fail(
+                    "timezone", self.timezone, "not an IANA timezone; use e.g. America/New_York"
+                ) from None
+        for name in ("timestamp_column", "symbol_column"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise _fail(name, value, "must be a non-empty column name")
+        for name in ("observed_columns", "known_columns", "synthetic_symbols"):
+            values = getattr(self, name)
+            if any(not isinstance(v, str) or not v.strip() for v in values):
+                raise _fail(name, values, "every entry must be a non-empty string")
+            if len(set(values)) != len(values):
+                raise _fail(name, values, "entries must be distinct")
+            if name != "synthetic_symbols" and set(values) & set(_RESERVED_COLUMNS):
+                raise _fail(name, values, f"{_RESERVED_COLUMNS} cannot be model inputs")
+        both = sorted(set(self.observed_columns) & set(self.known_columns))
+        if both:
+            raise _fail("known_columns", self.known_columns, f"{both} also in observed_columns")
+        if not self.synthetic_symbols:
+            raise _fail("synthetic_symbols", self.synthetic_symbols, "name at least one symbol")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe: paths as strings, tuples as lists."""
+        out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["path"] = None if self.path is None else str(self.path)
+        for name in _TUPLE_FIELDS:
+            out[name] = list(out[name])
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DataConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"unknown data config fields {unknown}; valid: {sorted(known)}")
+        return cls(**data)

@@ -1,0 +1,139 @@
+"""Windows as views into shared tensors, gathered a whole batch at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import Tensor
+from torch.utils.data import (
+    BatchSampler,
+    DataLoader,
+    Dataset,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+)
+
+from foxhunt.batch import TFTBatch
+
+
+class WindowDataset(Dataset[TFTBatch]):
+    """All valid windows of one split, indexed into tensors shared by every split.
+
+    Storage, one row per bar of every symbol (sorted by symbol then time):
+        past_values   [N, P] float32  scaled observed inputs, then known inputs
+        future_values [N, F] float32  a view of the known columns of past_values
+        target_values [N] float32     scaled log return of each bar (None: no targets)
+        symbol_codes  [N] int64       encoded symbol of each bar
+    and `anchors` [W] int64, the row of the last observed bar of each window. Window i is
+    rows anchors[i]-L+1 .. anchors[i] (past) and anchors[i]+1 .. anchors[i]+H (future,
+    target); nothing is copied per window.
+    """
+
+    def __init__(
+        self,
+        *,
+        past_values: Tensor,
+        num_observed: int,
+        target_values: Tensor | None,
+        symbol_codes: Tensor,
+        anchors: Tensor,
+        lookback: int,
+        horizon: int,
+        timestamps: pd.DatetimeIndex,
+        symbols: Sequence[str],
+    ) -> None:
+        self.past_values = past_values
+        self.future_values = past_values[:, num_observed:]
+        self.target_values = target_values
+        self.symbol_codes = symbol_codes
+        self.anchors = anchors
+        self.lookback = lookback
+        self.horizon = horizon
+        self.timestamps = timestamps  # [N] time of each row
+        self.symbols = tuple(symbols)  # code -> name
+        self._past_offsets = torch.arange(-lookback + 1, 1)
+        self._future_offsets = torch.arange(1, horizon + 1)
+
+    def __len__(self) -> int:
+        return len(self.anchors)
+
+    def __getitem__(self, index: int) -> TFTBatch:
+        """Window `index` as a batch of one (shapes [1, ...])."""
+        if not -len(self) <= index < len(self):
+            raise IndexError(f"window {index} out of range for {len(self)} windows")
+        return self.__getitems__([index % len(self)])
+
+    def __getitems__(self, indices: Sequence[int]) -> TFTBatch:
+        """Windows `indices` gathered at once: rows anchor[:, None] + arange, one gather each."""
+        anchor = self.anchors.index_select(0, torch.as_tensor(indices, dtype=torch.int64))
+        batch, lookback, horizon = len(anchor), self.lookback, self.horizon
+        # index_select on flat row lists: the cheapest gather torch has for this on CPU
+        past_rows = (anchor[:, None] + self._past_offsets).view(-1)  # [B*L]
+        future_rows = (anchor[:, None] + self._future_offsets).view(-1)  # [B*H]
+        past = self.past_values.index_select(0, past_rows).view(batch, lookback, -1)
+        future = self.future_values.index_select(0, future_rows).view(batch, horizon, -1)
+        target = None
+        if self.target_values is not None:
+            target = self.target_values.index_select(0, future_rows).view(batch, horizon)
+        return TFTBatch(
+            static=torch.zeros(batch, 0),
+            past=past,  # [B, L, P]
+            future=future,  # [B, H, F]
+            target=target,  # [B, H]
+            static_categorical=self.symbol_codes.index_select(0, anchor)[:, None],  # [B, 1]
+            anchor=anchor,  # [B]
+        )
+
+    def anchor_frame(self, anchors: Tensor | np.ndarray | Sequence[int]) -> pd.DataFrame:
+        """Time and symbol of the last observed bar of each window's anchor row."""
+        rows = np.asarray(anchors, dtype=np.int64)
+        names = np.asarray(self.symbols, dtype=object)[self.symbol_codes.numpy()[rows]]
+        return pd.DataFrame({"timestamp": self.timestamps[rows], "symbol": names})
+
+    def timestamps_for(self, anchor: int) -> pd.DatetimeIndex:
+        """Times of the H bars forecast from anchor row `anchor` (rows anchor+1 .. anchor+H)."""
+        return self.timestamps[int(anchor) + 1 : int(anchor) + 1 + self.horizon]
+
+    def symbol_for(self, anchor: int) -> str:
+        return self.symbols[int(self.symbol_codes[int(anchor)])]
+
+
+def collate_windows(batch: TFTBatch) -> TFTBatch:
+    """The dataset gathers whole batches in `__getitems__`; nothing is left to collate."""
+    return batch
+
+
+def make_loader(
+    dataset: WindowDataset,
+    *,
+    batch_size: int,
+    shuffle: bool,
+    seed: int,
+    drop_last: bool = False,
+    sampler: Sampler[int] | None = None,
+    num_workers: int = 0,
+) -> DataLoader[TFTBatch]:
+    """Batches of windows; each batch is one `__getitems__` call.
+
+    The shuffle order comes from a torch.Generator seeded with `seed` (so it never touches
+    the global RNG). A `sampler` of window indices (e.g. DistributedSampler) replaces the
+    built-in random/sequential order; it is still grouped into `batch_size` batches.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    if sampler is None:
+        sampler = (
+            RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
+        )
+    return DataLoader(
+        dataset,
+        batch_sampler=BatchSampler(sampler, batch_size, drop_last),
+        collate_fn=cast("Callable[[list[Any]], Any]", collate_windows),  # gets a TFTBatch
+        num_workers=num_workers,
+        generator=generator,
+        persistent_workers=num_workers > 0,
+    )

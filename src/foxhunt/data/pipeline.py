@@ -1,0 +1,236 @@
+"""`prepare_data`: bars in; train/validation/test windows, schema and fitted preprocessing out."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from foxhunt.data.config import DataConfig, parse_max_gap
+from foxhunt.data.dataset import WindowDataset
+from foxhunt.data.features import FeatureSpec
+from foxhunt.data.io import normalize_timestamps, read_normalized, timezone_name
+from foxhunt.data.preprocess import EncodedFrame, FeatureSchema, Preprocessor
+from foxhunt.data.scaling import CategoryEncoder, StandardScaler, TargetScaler
+from foxhunt.data.synthetic import generate_bars
+from foxhunt.data.validate import validate_bars
+from foxhunt.data.windows import (
+    SPLITS,
+    WindowIndex,
+    index_windows,
+    median_spacing_ns,
+    split_codes,
+    split_cuts,
+)
+from foxhunt.errors import ConfigError, DataError
+
+log = logging.getLogger("foxhunt.data")
+
+AUTO_GAP_FACTOR = 1.5
+
+
+@dataclass(frozen=True)
+class DataSummary:
+    """Counts for logs and reports."""
+
+    source: str
+    rows: int
+    symbols: tuple[str, ...]
+    bar_spacing: pd.Timedelta
+    max_gap: pd.Timedelta | None
+    gaps: int  # gaps longer than max_gap between consecutive bars of a symbol
+    windows: dict[str, int]  # per split
+    dropped_for_gaps: int  # windows that would be valid if gaps were ignored
+    validation_start: pd.Timestamp | None
+    test_start: pd.Timestamp | None
+
+
+@dataclass(frozen=True)
+class PreparedData:
+    train: WindowDataset
+    validation: WindowDataset
+    test: WindowDataset
+    schema: FeatureSchema
+    preprocessor: Preprocessor
+    summary: DataSummary
+
+
+def load_frame(config: DataConfig) -> pd.DataFrame:
+    """The configured bars file (normalized, not yet validated), or the built-in synthetic bars
+    when `config.path` is None."""
+    if config.path is not None:  # validated by the caller, with its row minimum and columns
+        return read_normalized(
+            config.path,
+            timezone=config.timezone,
+            timestamp_column=config.timestamp_column,
+            symbol_column=config.symbol_column,
+        )
+    frame = generate_bars(
+        days=config.synthetic_days, seed=config.synthetic_seed, symbols=config.synthetic_symbols
+    )
+    source = f"synthetic bars ({config.synthetic_days} days, seed {config.synthetic_seed})"
+    frame["timestamp"] = normalize_timestamps(
+        frame["timestamp"], timezone=config.timezone, column="timestamp", source=source
+    )
+    frame.attrs["source"] = source
+    return frame
+
+
+def resolve_max_gap(max_gap: str | None, spacing_ns: int) -> int | None:
+    gap = parse_max_gap(max_gap)
+    if gap is None:
+        return None
+    if isinstance(gap, str):  # "auto"
+        return int(AUTO_GAP_FACTOR * spacing_ns)
+    return int(gap.value)
+
+
+def fit_preprocessor(
+    encoded: EncodedFrame,
+    splits: np.ndarray,
+    config: DataConfig,
+    *,
+    max_gap_ns: int | None,
+    bar_spacing_ns: int,
+    timezone: str,
+    symbols: CategoryEncoder,
+) -> Preprocessor:
+    """Scalers fitted on the finite training rows only."""
+    spec = FeatureSpec(config.volatility_windows, config.observed_columns, config.known_columns)
+    train = (splits == 0) & encoded.finite
+    names = (*spec.observed_names, *spec.known_names)
+    return Preprocessor(
+        spec=spec,
+        lookback=config.lookback,
+        horizon=config.horizon,
+        scaler=StandardScaler.fit(names, encoded.features.inputs[train]),
+        target_scaler=TargetScaler.fit(encoded.features.returns[train]),
+        max_gap_ns=max_gap_ns,
+        bar_spacing_ns=bar_spacing_ns,
+        timezone=timezone,
+        symbols=symbols,
+    )
+
+
+def _check_windows(index: WindowIndex, config: DataConfig, source: str) -> None:
+    fractions = {"train": 1.0, "validation": config.val_fraction, "test": config.test_fraction}
+    for name in SPLITS:
+        if fractions[name] > 0 and len(index.anchors[name]) == 0:
+            raise DataError(
+                f"{source}: the {name} split has no complete window of lookback "
+                f"{config.lookback} + horizon {config.horizon} bars (after a rolling warm-up of "
+                f"{max(config.volatility_windows, default=1)} bars, with max_gap "
+                f"{config.max_gap}); use more bars, a smaller lookback/horizon or larger "
+                "val_fraction/test_fraction"
+            )
+
+
+def check_compatible(preprocessor: Preprocessor, config: DataConfig, spec: FeatureSpec) -> None:
+    """A saved preprocessor can only serve a config with the same windows and inputs."""
+    saved_gap = preprocessor.max_gap
+    wanted_ns = resolve_max_gap(config.max_gap, preprocessor.bar_spacing_ns)
+    wanted_gap = None if wanted_ns is None else pd.Timedelta(wanted_ns, unit="ns")
+    pairs = {
+        "lookback": (config.lookback, preprocessor.lookback),
+        "horizon": (config.horizon, preprocessor.horizon),
+        "volatility_windows": (spec.volatility_windows, preprocessor.spec.volatility_windows),
+        "observed_columns": (spec.observed_columns, preprocessor.spec.observed_columns),
+        "known_columns": (spec.known_columns, preprocessor.spec.known_columns),
+        "max_gap": (wanted_gap, saved_gap),
+    }
+    for name, (wanted, saved) in pairs.items():
+        if wanted != saved and not (name == "max_gap" and config.max_gap == "auto"):
+            raise ConfigError(
+                f"DataConfig.{name}={getattr(config, name)!r} differs from the saved "
+                f"preprocessor ({saved!r}); resume with the data settings of the original run"
+            )
+
+
+def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None) -> PreparedData:
+    """Read (or synthesize) bars, split them in time, fit scalers on train, index windows.
+
+    With `preprocessor` (a resumed run) its scalers, symbol codes, timezone and max gap are
+    reused rather than fitted, so the inputs are exactly those the saved model was trained on.
+    """
+    frame = load_frame(config)
+    source = str(frame.attrs.get("source", config.path))
+    spec = FeatureSpec(config.volatility_windows, config.observed_columns, config.known_columns)
+    min_rows = config.lookback + config.horizon
+    if preprocessor is not None:
+        check_compatible(preprocessor, config, spec)
+        encoded = preprocessor.encode(frame, min_rows=min_rows)
+        timezone, encoder = preprocessor.timezone, preprocessor.symbols
+        max_gap_ns, spacing = preprocessor.max_gap_ns, preprocessor.bar_spacing_ns
+    else:
+        frame = validate_bars(
+            frame, source=source, min_rows=min_rows, extra_columns=spec.user_columns
+        )
+        timezone = timezone_name(frame["timestamp"].dt.tz)
+        encoder = CategoryEncoder.fit("symbol", frame["symbol"].unique())
+        codes = encoder.encode(frame["symbol"].to_numpy(), source=source)
+        encoded = EncodedFrame.build(frame, spec, timezone=timezone, codes=codes)
+        spacing = median_spacing_ns(codes, encoded.times_ns)
+        max_gap_ns = resolve_max_gap(config.max_gap, spacing)
+    cuts = split_cuts(encoded.times_ns, config.val_fraction, config.test_fraction)
+    splits = split_codes(encoded.times_ns, cuts)
+    index = index_windows(
+        encoded.symbol_codes,
+        splits,
+        encoded.times_ns,
+        encoded.finite,
+        lookback=config.lookback,
+        horizon=config.horizon,
+        max_gap_ns=max_gap_ns,
+    )
+    _check_windows(index, config, source)
+    if preprocessor is None:
+        preprocessor = fit_preprocessor(
+            encoded,
+            splits,
+            config,
+            max_gap_ns=max_gap_ns,
+            bar_spacing_ns=spacing,
+            timezone=timezone,
+            symbols=encoder,
+        )
+    datasets = preprocessor.windows(encoded, index.anchors)
+    summary = DataSummary(
+        source=source,
+        rows=len(encoded.times_ns),
+        symbols=preprocessor.symbols.categories,
+        bar_spacing=preprocessor.bar_spacing,
+        max_gap=preprocessor.max_gap,
+        gaps=index.gaps,
+        windows={name: len(datasets[name]) for name in SPLITS},
+        dropped_for_gaps=index.dropped_for_gaps,
+        validation_start=_cut_time(cuts[0], timezone),
+        test_start=_cut_time(cuts[1], timezone),
+    )
+    log.info(
+        "data: %s: %d rows, %d symbols, bar spacing %s, %d gaps over %s, windows "
+        "train/validation/test %d/%d/%d (%d dropped at gaps)",
+        source,
+        summary.rows,
+        len(summary.symbols),
+        summary.bar_spacing,
+        summary.gaps,
+        summary.max_gap,
+        *summary.windows.values(),
+        summary.dropped_for_gaps,
+    )
+    return PreparedData(
+        train=datasets["train"],
+        validation=datasets["validation"],
+        test=datasets["test"],
+        schema=preprocessor.schema,
+        preprocessor=preprocessor,
+        summary=summary,
+    )
+
+
+def _cut_time(ns: np.int64, timezone: str) -> pd.Timestamp | None:
+    if ns == np.iinfo(np.int64).max:
+        return None
+    return pd.Timestamp(int(ns), unit="ns", tz="UTC").tz_convert(timezone)

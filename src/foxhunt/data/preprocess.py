@@ -1,0 +1,294 @@
+"""The fitted preprocessing of a run: new bars in, windows the trained model understands out.
+
+`Preprocessor` holds everything fitted at training time (scalers, symbol encoder, feature
+spec, lookback/horizon, max gap, timezone) and is saved as JSON next to the weights, so
+`predict`, `evaluate` and a resumed run transform bars exactly as training did.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+import torch
+
+from foxhunt.batch import TFTBatch
+from foxhunt.data.dataset import WindowDataset
+from foxhunt.data.features import (
+    TARGET_NAME,
+    Features,
+    FeatureSpec,
+    calendar_features,
+    compute_features,
+    series_starts,
+)
+from foxhunt.data.io import normalize_timestamps
+from foxhunt.data.scaling import CategoryEncoder, StandardScaler, TargetScaler
+from foxhunt.data.validate import validate_bars
+from foxhunt.data.windows import gap_flags, index_windows
+from foxhunt.errors import DataError
+from foxhunt.storage import atomic_write_json
+
+log = logging.getLogger("foxhunt.data")
+
+
+@dataclass(frozen=True)
+class FeatureSchema:
+    """Names and sizes of the model inputs, in the order of the tensor columns."""
+
+    static_names: tuple[str, ...]
+    static_categorical_names: tuple[str, ...]
+    static_cardinalities: tuple[int, ...]
+    past_names: tuple[str, ...]  # observed inputs, then known inputs
+    future_names: tuple[str, ...]  # known inputs
+    target_name: str
+
+
+@dataclass(frozen=True)
+class EncodedFrame:
+    """A validated frame (sorted by symbol, time) with its unscaled features."""
+
+    frame: pd.DataFrame
+    times: pd.DatetimeIndex
+    times_ns: np.ndarray  # [N] int64
+    symbol_codes: np.ndarray  # [N] int64, non-decreasing
+    features: Features
+    finite: np.ndarray  # [N] bool
+
+    @classmethod
+    def build(
+        cls, frame: pd.DataFrame, spec: FeatureSpec, *, timezone: str, codes: np.ndarray
+    ) -> EncodedFrame:
+        times = pd.DatetimeIndex(frame["timestamp"])
+        features = compute_features(frame, spec, timezone=timezone, symbol_codes=codes)
+        times_ns = times.as_unit("ns").asi8
+        return cls(frame, times, times_ns, codes, features, features.finite_rows)
+
+
+@dataclass(frozen=True)
+class LatestWindows:
+    """The latest lookback bars of each symbol, ready to forecast the next H bars."""
+
+    batch: TFTBatch  # target None; anchor = row of each symbol's last bar
+    symbols: tuple[str, ...]  # [B]
+    last_timestamps: pd.DatetimeIndex  # [B] time of the last observed bar
+    forecast_timestamps: tuple[pd.DatetimeIndex, ...]  # [B] x [H], extrapolated
+
+    def timestamps_for(self, index: int) -> pd.DatetimeIndex:
+        """Times of the H forecast bars of batch row `index`."""
+        return self.forecast_timestamps[index]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Preprocessor:
+    """Fitted preprocessing; build it with `prepare_data`, persist it with save/load."""
+
+    VERSION: ClassVar[int] = 1
+
+    spec: FeatureSpec
+    lookback: int
+    horizon: int
+    max_gap_ns: int | None  # resolved ("auto" already applied); None = gaps ignored
+    bar_spacing_ns: int  # median bar spacing of the training bars
+    timezone: str  # naive bars are localized to it; calendar features use it
+    scaler: StandardScaler
+    target_scaler: TargetScaler
+    symbols: CategoryEncoder
+
+    @property
+    def target_scale(self) -> float:
+        """Multiply scaled targets and forecasts by this to get log returns."""
+        return self.target_scaler.scale
+
+    @property
+    def max_gap(self) -> pd.Timedelta | None:
+        return None if self.max_gap_ns is None else pd.Timedelta(self.max_gap_ns, unit="ns")
+
+    @property
+    def bar_spacing(self) -> pd.Timedelta:
+        return pd.Timedelta(self.bar_spacing_ns, unit="ns")
+
+    @property
+    def schema(self) -> FeatureSchema:
+        return FeatureSchema(
+            static_names=(),
+            static_categorical_names=("symbol",),
+            static_cardinalities=(self.symbols.cardinality,),
+            past_names=(*self.spec.observed_names, *self.spec.known_names),
+            future_names=self.spec.known_names,
+            target_name=TARGET_NAME,
+        )
+
+    # --- transforming bars ------------------------------------------------------------
+    def encode(self, frame: pd.DataFrame, *, min_rows: int) -> EncodedFrame:
+        """Validate `frame`, move it to the training timezone and compute its features."""
+        source = str(frame.attrs.get("source", "the bars frame"))
+        valid = validate_bars(
+            frame, source=source, min_rows=min_rows, extra_columns=self.spec.user_columns
+        )
+        valid["timestamp"] = normalize_timestamps(
+            valid["timestamp"], timezone=self.timezone, column="timestamp", source=source
+        )
+        codes = self.symbols.encode(valid["symbol"].to_numpy(), source=source)
+        return EncodedFrame.build(valid, self.spec, timezone=self.timezone, codes=codes)
+
+    def windows(
+        self, encoded: EncodedFrame, anchors: dict[str, np.ndarray]
+    ) -> dict[str, WindowDataset]:
+        """One dataset per entry of `anchors`, all sharing one set of storage tensors."""
+        values = torch.from_numpy(self.scaler.transform(encoded.features.inputs))
+        targets = torch.from_numpy(self.target_scaler.transform(encoded.features.returns))
+        codes = torch.from_numpy(encoded.symbol_codes.astype(np.int64))
+        return {
+            name: WindowDataset(
+                past_values=values,
+                num_observed=encoded.features.num_observed,
+                target_values=targets,
+                symbol_codes=codes,
+                anchors=torch.from_numpy(rows.astype(np.int64)),
+                lookback=self.lookback,
+                horizon=self.horizon,
+                timestamps=encoded.times,
+                symbols=self.symbols.categories,
+            )
+            for name, rows in anchors.items()
+        }
+
+    def dataset(self, frame: pd.DataFrame) -> WindowDataset:
+        """Every valid window of new bars (for `evaluate`), with targets, scaled as in training."""
+        encoded = self.encode(frame, min_rows=self.lookback + self.horizon)
+        index = index_windows(
+            encoded.symbol_codes,
+            np.zeros(len(encoded.times_ns), dtype=np.int8),
+            encoded.times_ns,
+            encoded.finite,
+            lookback=self.lookback,
+            horizon=self.horizon,
+            max_gap_ns=self.max_gap_ns,
+        )
+        if len(index.anchors["train"]) == 0:
+            raise DataError(
+                f"{encoded.frame.attrs.get('source')}: no complete window of "
+                f"{self.lookback} + {self.horizon} bars without a gap over {self.max_gap} after "
+                "the rolling warm-up; use a longer file"
+            )
+        return self.windows(encoded, {"all": index.anchors["train"]})["all"]
+
+    def latest(self, frame: pd.DataFrame) -> LatestWindows:
+        """The latest `lookback` bars of each symbol and the known inputs of the next H bars.
+
+        Future times are extrapolated from the training bar spacing (session breaks are not
+        skipped); user `known_columns` keep their last value over the horizon. Anchors are
+        rows of `frame` sorted by symbol and time.
+        """
+        encoded = self.encode(frame, min_rows=self.lookback)
+        ends = np.flatnonzero(np.append(series_starts(encoded.symbol_codes)[1:], True))  # [B]
+        rows = ends[:, None] + np.arange(-self.lookback + 1, 1)  # [B, L]
+        self._check_latest(encoded, rows)
+        future, future_times = self._future_known(encoded, ends)
+        batch = TFTBatch(
+            static=torch.zeros(len(ends), 0),
+            past=torch.from_numpy(self.scaler.transform(encoded.features.inputs[rows])),
+            future=torch.from_numpy(future),
+            static_categorical=torch.from_numpy(encoded.symbol_codes[ends][:, None].copy()),
+            anchor=torch.from_numpy(ends.astype(np.int64)),
+        )
+        names = tuple(self.symbols.categories[c] for c in encoded.symbol_codes[ends])
+        return LatestWindows(batch, names, encoded.times[ends], future_times)
+
+    def _check_latest(self, encoded: EncodedFrame, rows: np.ndarray) -> None:
+        """Each symbol's last L rows are its own and complete; warn if a gap lies inside."""
+        source = encoded.frame.attrs.get("source")
+        codes = encoded.symbol_codes
+        complete = (codes[rows] == codes[rows[:, -1:]]).all(1) & encoded.finite[rows].all(1)
+        for b in np.flatnonzero(~complete):
+            name = self.symbols.categories[codes[rows[b, -1]]]
+            raise DataError(
+                f"{source}: symbol {name!r} has {int((codes == codes[rows[b, -1]]).sum())} bars; "
+                f"a forecast needs its last {self.lookback} with complete features, i.e. about "
+                f"{self.lookback + max(self.spec.volatility_windows, default=1)} bars"
+            )
+        gaps = gap_flags(codes, encoded.times_ns, self.max_gap_ns)
+        if gaps[rows[:, 1:]].any():
+            log.warning(
+                "%s: the latest %d bars hold a gap over %s", source, self.lookback, self.max_gap
+            )
+
+    def _future_known(
+        self, encoded: EncodedFrame, ends: np.ndarray
+    ) -> tuple[np.ndarray, tuple[pd.DatetimeIndex, ...]]:
+        """Scaled known inputs [B, H, F] at the next H bar times, and those times."""
+        steps = np.arange(1, self.horizon + 1, dtype=np.int64) * self.bar_spacing_ns
+        future_ns = (encoded.times_ns[ends][:, None] + steps).ravel()  # [B*H], symbol-major
+        times = pd.DatetimeIndex(future_ns).tz_localize("UTC").tz_convert(encoded.times.tz)
+        known = [calendar_features(times, self.timezone)]
+        if self.spec.known_columns:
+            log.warning(
+                "%s: known columns %s are held at their last value over the horizon",
+                encoded.frame.attrs.get("source"),
+                list(self.spec.known_columns),
+            )
+            last = encoded.features.inputs[ends, -len(self.spec.known_columns) :]
+            known.append(np.repeat(last, self.horizon, axis=0))
+        future = np.concatenate(known, axis=1).reshape(len(ends), self.horizon, -1)
+        scaled = self.scaler.transform(future, slice(encoded.features.num_observed, None))
+        h = self.horizon
+        return scaled, tuple(times[b * h : (b + 1) * h] for b in range(len(ends)))
+
+    def latest_batch(self, frame: pd.DataFrame) -> TFTBatch:
+        """`latest(frame).batch`: one window per symbol, target None."""
+        return self.latest(frame).batch
+
+    # --- persistence ------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "version": self.VERSION,
+            "spec": self.spec.to_dict(),
+            "lookback": self.lookback,
+            "horizon": self.horizon,
+            "max_gap_ns": self.max_gap_ns,
+            "bar_spacing_ns": self.bar_spacing_ns,
+            "timezone": self.timezone,
+            "scaler": self.scaler.state_dict(),
+            "target_scaler": self.target_scaler.state_dict(),
+            "symbols": self.symbols.state_dict(),
+        }
+
+    @classmethod
+    def from_state_dict(cls, state: dict[str, Any]) -> Preprocessor:
+        if state.get("version") != cls.VERSION:
+            raise DataError(f"preprocessor version {state.get('version')} is not {cls.VERSION}")
+        return cls(
+            spec=FeatureSpec.from_dict(state["spec"]),
+            lookback=int(state["lookback"]),
+            horizon=int(state["horizon"]),
+            max_gap_ns=None if state["max_gap_ns"] is None else int(state["max_gap_ns"]),
+            bar_spacing_ns=int(state["bar_spacing_ns"]),
+            timezone=str(state["timezone"]),
+            scaler=StandardScaler.from_state_dict(state["scaler"]),
+            target_scaler=TargetScaler.from_state_dict(state["target_scaler"]),
+            symbols=CategoryEncoder.from_state_dict(state["symbols"]),
+        )
+
+    def save(self, path: str | Path) -> None:
+        """Write the state as JSON, atomically."""
+        atomic_write_json(Path(path), self.state_dict())
+
+    @classmethod
+    def load(cls, path: str | Path) -> Preprocessor:
+        path = Path(path)
+        if not path.is_file():
+            raise DataError(
+                f"{path}: preprocessor file not found; pass the run folder of a trained model"
+            )
+        try:
+            return cls.from_state_dict(json.loads(path.read_text()))
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise DataError(
+                f"{path}: not a valid foxhunt preprocessor ({type(exc).__name__}: {exc}); retrain or restore the file"
+            ) from None

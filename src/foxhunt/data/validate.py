@@ -1,0 +1,148 @@
+"""Checks on a bars frame: each problem is one DataError naming the column, row and time."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from foxhunt.errors import DataError
+
+log = logging.getLogger("foxhunt.data")
+
+PRICE_VOLUME = ("open", "high", "low", "close", "volume")
+REQUIRED = ("timestamp", *PRICE_VOLUME)
+
+
+def _where(frame: pd.DataFrame, row: int) -> str:
+    """`row 12 (2026-03-09 09:30:00-04:00, symbol 'ES')` for messages; row is 0-based."""
+    return f"row {row} ({frame['timestamp'].iloc[row]}, symbol {frame['symbol'].iloc[row]!r})"
+
+
+def _as_float(frame: pd.DataFrame, column: str, source: str) -> np.ndarray:
+    values = frame[column]
+    if pd.api.types.is_numeric_dtype(values.dtype):
+        return values.to_numpy(dtype=np.float64, na_value=np.nan)
+    coerced = pd.to_numeric(values, errors="coerce")
+    bad = np.flatnonzero((coerced.isna() & values.notna()).to_numpy())
+    if len(bad):
+        row = int(bad[0])
+        raise DataError(
+            f"{source}: column {column!r} is not numeric (dtype {values.dtype}; {_where(frame, row)}"
+            f" holds {values.iloc[row]!r}); fix or drop the non-numeric values"
+        )
+    return coerced.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def _first(mask: np.ndarray) -> int | None:
+    hits = np.flatnonzero(mask)
+    return int(hits[0]) if len(hits) else None
+
+
+def _check_values(frame: pd.DataFrame, columns: Sequence[str], source: str) -> None:
+    values = {c: _as_float(frame, c, source) for c in columns}
+    for column, v in values.items():
+        row = _first(~np.isfinite(v))
+        if row is not None:
+            raise DataError(
+                f"{source}: column {column!r} has a missing or infinite value ({v[row]}) at "
+                f"{_where(frame, row)}; fill or drop those bars"
+            )
+    if "high" in values and "low" in values:
+        row = _first(values["high"] < values["low"])
+        if row is not None:
+            raise DataError(
+                f"{source}: high < low at {_where(frame, row)} (high {values['high'][row]}, "
+                f"low {values['low'][row]}); fix or drop the bar"
+            )
+    for column in ("open", "high", "low", "close"):
+        row = _first(values[column] <= 0) if column in values else None
+        if row is not None:
+            raise DataError(
+                f"{source}: column {column!r} is not positive ({values[column][row]}) at "
+                f"{_where(frame, row)}; prices must be > 0 (log returns)"
+            )
+    if "volume" in values:
+        row = _first(values["volume"] < 0)
+        if row is not None:
+            raise DataError(
+                f"{source}: column 'volume' is negative ({values['volume'][row]}) at "
+                f"{_where(frame, row)}; volumes must be >= 0"
+            )
+    for column, v in values.items():
+        frame[column] = v
+
+
+def _sort(frame: pd.DataFrame, source: str) -> pd.DataFrame:
+    codes, names = pd.factorize(frame["symbol"], sort=True)
+    times = pd.DatetimeIndex(frame["timestamp"]).as_unit("ns").asi8
+    by_symbol = np.argsort(codes, kind="stable")
+    c, t = codes[by_symbol], times[by_symbol]
+    row = _first((c[1:] == c[:-1]) & (t[1:] < t[:-1]))
+    if row is not None:
+        bad = int(by_symbol[row + 1])
+        log.warning(
+            "%s: rows are not in time order (first at %s); sorted them by symbol and time",
+            source,
+            _where(frame, bad),
+        )
+    order = np.lexsort((times, codes))
+    c, t = codes[order], times[order]
+    row = _first((c[1:] == c[:-1]) & (t[1:] == t[:-1]))
+    if row is not None:
+        first = int(order[row + 1])
+        raise DataError(
+            f"{source}: duplicate timestamp {frame['timestamp'].iloc[first]} for symbol "
+            f"{names[c[row]]!r} (rows {int(order[row])} and {first}); keep one bar per time"
+        )
+    if np.array_equal(order, np.arange(len(order))):
+        return frame.reset_index(drop=True)
+    return frame.take(order).reset_index(drop=True)
+
+
+def validate_bars(
+    df: pd.DataFrame,
+    *,
+    source: str,
+    min_rows: int,
+    extra_columns: Sequence[str] = (),
+) -> pd.DataFrame:
+    """A checked copy of `df`, sorted by symbol and time; `df` itself is never modified.
+
+    Expects columns timestamp (datetime), open, high, low, close, volume and optionally
+    symbol (added as "default") and `extra_columns` (numeric inputs the config asks for).
+    Raises DataError for missing or non-numeric columns, NaN/inf, high < low, negative
+    volume, duplicate times within a symbol and symbols with fewer than `min_rows` bars.
+    Rows out of time order are sorted, with a warning on the "foxhunt.data" logger.
+    """
+    columns = [str(c) for c in df.columns]
+    missing = [c for c in (*REQUIRED, *extra_columns) if c not in columns]
+    if missing:
+        raise DataError(
+            f"{source}: missing column(s) {missing}; columns found: {columns}; bars need "
+            "timestamp, open, high, low, close, volume (symbol optional)"
+        )
+    if not pd.api.types.is_datetime64_any_dtype(df["timestamp"].dtype):
+        raise DataError(
+            f"{source}: column 'timestamp' holds {df['timestamp'].dtype}, not datetimes; "
+            "read files with foxhunt.data.read_bars"
+        )
+    frame = df.copy(deep=False)  # copy-on-write (pandas 3): writes never reach `df`
+    frame["symbol"] = frame["symbol"].astype(str) if "symbol" in columns else "default"
+    if frame["timestamp"].isna().any():
+        row = int(np.flatnonzero(frame["timestamp"].isna().to_numpy())[0])
+        raise DataError(f"{source}: column 'timestamp' is empty at row {row}; drop that row")
+    _check_values(frame, (*PRICE_VOLUME, *extra_columns), source)
+    frame = _sort(frame, source)
+    counts = frame["symbol"].value_counts(sort=False)
+    short = counts[counts < min_rows]
+    if len(short):
+        found = ", ".join(f"{s!r}: {n}" for s, n in short.items())
+        raise DataError(
+            f"{source}: too few bars: {min_rows} per symbol are needed (lookback + horizon), "
+            f"found {found}; use a longer file or a smaller lookback/horizon"
+        )
+    frame.attrs["source"] = source
+    return frame

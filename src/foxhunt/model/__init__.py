@@ -1,0 +1,14 @@
+"""The Temporal Fusion Transformer: config, blocks, model and loss."""
+
+from foxhunt.model.config import SEGMENTS, TFTConfig
+from foxhunt.model.loss import quantile_loss, quantile_loss_per_quantile
+from foxhunt.model.tft import TemporalFusionTransformer, TFTOutput
+
+__all__ = [
+    "SEGMENTS",
+    "TFTConfig",
+    "TFTOutput",
+    "TemporalFusionTransformer",
+    "quantile_loss",
+    "quantile_loss_per_quantile",
+]

@@ -1,0 +1,169 @@
+"""Model configuration: the architecture of one Temporal Fusion Transformer, nothing else."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from itertools import pairwise
+from typing import Any
+
+from foxhunt.errors import ConfigError
+
+#: Top-level segments of :class:`~foxhunt.model.tft.TemporalFusionTransformer`, in forward
+#: order; the names an activation-checkpointing policy may list.
+SEGMENTS = (
+    "static_vsn",
+    "past_vsn",
+    "future_vsn",
+    "static_encoders",
+    "lstm_encoder",
+    "lstm_decoder",
+    "fusion_decoder",
+)
+CHECKPOINT_MODES = ("none", "full")
+
+
+def _fail(name: str, value: object, fix: str) -> ConfigError:
+    return ConfigError(f"TFTConfig.{name}={value!r}: {fix}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TFTConfig:
+    """Architecture of a Temporal Fusion Transformer.
+
+    Shapes the model expects: static [B, num_static], static_categorical
+    [B, len(static_cardinalities)], past [B, lookback, num_past], future
+    [B, horizon, num_future]; it predicts [B, horizon, len(quantiles)].
+    """
+
+    num_static: int
+    """Static real-valued variables per window (>= 0)."""
+    static_cardinalities: tuple[int, ...] = ()
+    """Number of categories of each static categorical variable (each >= 1)."""
+    num_past: int
+    """Inputs seen over the lookback, observed and known together (>= 1)."""
+    num_future: int
+    """Known inputs over the horizon (>= 0; 0 feeds the decoder a learned embedding)."""
+    hidden_size: int = 64
+    """Width d_model of every block after variable selection."""
+    variable_hidden_size: int = 16
+    """Width of each variable's input embedding inside the variable selection networks."""
+    attention_heads: int = 4
+    """Heads of the interpretable attention; must divide hidden_size."""
+    lookback: int
+    """Past time steps the encoder sees (>= 1)."""
+    horizon: int
+    """Future time steps predicted (>= 1)."""
+    quantiles: tuple[float, ...] = (0.1, 0.5, 0.9)
+    """Predicted quantile levels, strictly increasing, each in (0, 1)."""
+    dropout: float = 0.1
+    """Dropout rate on the input of every gating layer, in [0, 1)."""
+    lstm_layers: int = 1
+    """Stacked LSTM layers in the encoder and in the decoder (>= 1)."""
+    checkpointing: str | tuple[str, ...] = "none"
+    """Activation checkpointing policy, applied from outside the model: "none", "full", or a
+    tuple of names from ``SEGMENTS``. Stored and validated here only."""
+
+    def __post_init__(self) -> None:
+        _check_int(self.num_static, "num_static", 0)
+        _check_int(self.num_past, "num_past", 1)
+        _check_int(self.num_future, "num_future", 0)
+        _check_int(self.hidden_size, "hidden_size", 1)
+        _check_int(self.variable_hidden_size, "variable_hidden_size", 1)
+        _check_int(self.attention_heads, "attention_heads", 1)
+        _check_int(self.lookback, "lookback", 1)
+        _check_int(self.horizon, "horizon", 1)
+        _check_int(self.lstm_layers, "lstm_layers", 1)
+        if self.hidden_size % self.attention_heads:
+            raise _fail(
+                "attention_heads",
+                self.attention_heads,
+                f"must divide hidden_size={self.hidden_size}; pick a divisor of it",
+            )
+        cards = self.static_cardinalities
+        if isinstance(cards, list):
+            object.__setattr__(self, "static_cardinalities", cards := tuple(cards))
+        if not isinstance(cards, tuple) or not all(_is_int(c) and c >= 1 for c in cards):
+            raise _fail(
+                "static_cardinalities", cards, "give a tuple of ints >= 1, one per categorical"
+            )
+        self._check_quantiles()
+        if isinstance(self.dropout, bool) or not isinstance(self.dropout, int | float):
+            raise _fail("dropout", self.dropout, "must be a number in [0, 1)")
+        if not 0.0 <= self.dropout < 1.0:
+            raise _fail("dropout", self.dropout, "must be in [0, 1); use 0 to disable dropout")
+        self._check_checkpointing()
+
+    def _check_quantiles(self) -> None:
+        qs = self.quantiles
+        if isinstance(qs, list):
+            object.__setattr__(self, "quantiles", qs := tuple(qs))
+        fix = "give a non-empty tuple of floats strictly increasing in (0, 1), e.g. (0.1, 0.5, 0.9)"
+        if not isinstance(qs, tuple) or not qs:
+            raise _fail("quantiles", qs, fix)
+        ok = all(isinstance(q, int | float) and not isinstance(q, bool) for q in qs)
+        if not ok or not all(0.0 < q < 1.0 for q in qs):
+            raise _fail("quantiles", qs, fix)
+        if any(a >= b for a, b in pairwise(qs)):
+            raise _fail("quantiles", qs, fix)
+        object.__setattr__(self, "quantiles", tuple(float(q) for q in qs))
+
+    def _check_checkpointing(self) -> None:
+        policy = self.checkpointing
+        if isinstance(policy, list):
+            object.__setattr__(self, "checkpointing", policy := tuple(policy))
+        if isinstance(policy, str):
+            if policy not in CHECKPOINT_MODES:
+                raise _fail(
+                    "checkpointing",
+                    policy,
+                    f'use "none", "full" or a tuple of segment names from {SEGMENTS}',
+                )
+            return
+        if not isinstance(policy, tuple):
+            raise _fail("checkpointing", policy, 'use "none", "full" or a tuple of segment names')
+        unknown = [s for s in policy if s not in SEGMENTS]
+        if unknown:
+            raise _fail(
+                "checkpointing", policy, f"unknown segments {unknown}; valid names are {SEGMENTS}"
+            )
+
+    @property
+    def num_static_categorical(self) -> int:
+        """Static categorical variables (C)."""
+        return len(self.static_cardinalities)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dict (tuples become lists); ``from_dict`` rebuilds the same config."""
+        d = asdict(self)
+        for key, value in d.items():
+            if isinstance(value, tuple):
+                d[key] = list(value)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TFTConfig:
+        """Inverse of ``to_dict``; unknown keys raise ConfigError naming them."""
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ConfigError(f"TFTConfig: unknown keys {unknown}; valid keys are {sorted(names)}")
+        kwargs = dict(d)
+        for key in ("static_cardinalities", "quantiles"):
+            if isinstance(kwargs.get(key), list):
+                kwargs[key] = tuple(kwargs[key])
+        try:
+            return cls(**kwargs)
+        except TypeError as err:  # a required field is missing
+            raise ConfigError(f"TFTConfig: {err}; give every required field") from None
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_int(value: object, name: str, minimum: int) -> None:
+    if not _is_int(value):
+        raise _fail(name, value, f"must be an int >= {minimum}")
+    assert isinstance(value, int)
+    if value < minimum:
+        raise _fail(name, value, f"must be >= {minimum}")

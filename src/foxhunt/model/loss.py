@@ -1,0 +1,34 @@
+"""Quantile (pinball) loss, eq. 24 of the paper, averaged instead of summed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+
+def quantile_loss_per_quantile(pred: Tensor, target: Tensor, quantiles: Sequence[float]) -> Tensor:
+    """Pinball loss of each quantile, averaged over batch and horizon.
+
+    pred [B, H, Q], target [B, H] -> [Q]. For level q and error e = target - pred the loss
+    is max(q * e, (q - 1) * e).
+    """
+    if pred.dim() != 3 or pred.shape[-1] != len(quantiles):
+        raise ValueError(
+            f"pred: expected shape [B, H, {len(quantiles)}] (one column per quantile), "
+            f"got {list(pred.shape)}"
+        )
+    if tuple(target.shape) != tuple(pred.shape[:2]):
+        raise ValueError(
+            f"target: expected shape {list(pred.shape[:2])} to match pred [B, H, Q], "
+            f"got {list(target.shape)}"
+        )
+    q = torch.as_tensor(quantiles, dtype=pred.dtype, device=pred.device)  # [Q]
+    error = target.unsqueeze(-1) - pred  # [B, H, Q]
+    return torch.maximum(q * error, (q - 1) * error).mean(dim=(0, 1))
+
+
+def quantile_loss(pred: Tensor, target: Tensor, quantiles: Sequence[float]) -> Tensor:
+    """Pinball loss averaged over batch, horizon and quantiles: a scalar."""
+    return quantile_loss_per_quantile(pred, target, quantiles).mean()

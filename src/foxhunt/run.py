@@ -1,0 +1,135 @@
+"""A run folder: weights, the config that built them and the fitted preprocessing, together.
+
+A folder alone rebuilds the model: `load_run(dir)` needs nothing else.
+
+    run_dir/
+      config.json        data, model and training config + versions
+      model.safetensors  weights (no pickle)
+      preprocessor.json  fitted scalers and category encoders
+      metrics.json       test metrics of the TFT and the baselines
+      baseline.json      per-step train quantiles, the historical baseline `evaluate` reuses
+      history.jsonl      one line per epoch (and memory events)
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load as load_safetensors
+from safetensors.torch import save as save_safetensors
+
+from foxhunt.data import DataConfig, Preprocessor
+from foxhunt.errors import FoxhuntError
+from foxhunt.model.config import TFTConfig
+from foxhunt.model.tft import TemporalFusionTransformer
+from foxhunt.storage import atomic_write_bytes, atomic_write_json
+from foxhunt.training.config import TrainingConfig
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.safetensors"
+PREPROCESSOR_FILE = "preprocessor.json"
+METRICS_FILE = "metrics.json"
+HISTORY_FILE = "history.jsonl"
+BASELINE_FILE = "baseline.json"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunConfig:
+    """Everything that defines a run, split by concern."""
+
+    data: DataConfig
+    model: TFTConfig
+    training: TrainingConfig
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "data": self.data.to_dict(),
+            "model": self.model.to_dict(),
+            "training": self.training.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunConfig:
+        return cls(
+            data=DataConfig.from_dict(data["data"]),
+            model=TFTConfig.from_dict(data["model"]),
+            training=TrainingConfig.from_dict(data["training"]),
+        )
+
+
+def versions() -> dict[str, str]:
+    from foxhunt import __version__
+
+    return {"foxhunt": __version__, "torch": torch.__version__, "python": platform.python_version()}
+
+
+def weights_bytes(model: torch.nn.Module) -> bytes:
+    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    return save_safetensors(state)
+
+
+def save_run_config(run_dir: Path, config: RunConfig, preprocessor: Preprocessor) -> None:
+    """Written when training starts, so an interrupted run can be resumed and inspected."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(run_dir / CONFIG_FILE, {**config.to_dict(), "versions": versions()})
+    preprocessor.save(run_dir / PREPROCESSOR_FILE)
+
+
+def save_run(
+    run_dir: Path, *, model: torch.nn.Module, config: RunConfig, preprocessor: Preprocessor
+) -> None:
+    save_run_config(run_dir, config, preprocessor)
+    atomic_write_bytes(run_dir / WEIGHTS_FILE, weights_bytes(model))
+
+
+@dataclass(frozen=True)
+class LoadedRun:
+    config: RunConfig
+    model: TemporalFusionTransformer
+    preprocessor: Preprocessor
+
+
+def read_json(path: Path) -> Any:
+    if not path.is_file():
+        raise FoxhuntError(f"{path} not found: is {path.parent} a foxhunt run folder?")
+    try:
+        return json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise FoxhuntError(f"{path} is not valid JSON ({exc}); the run folder is damaged") from exc
+
+
+def load_run(run_dir: Path, *, device: str | torch.device = "cpu") -> LoadedRun:
+    """Rebuild the model and preprocessing of a finished run, refusing damaged files."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise FoxhuntError(f"run folder {run_dir} does not exist; pass the --output-dir of a run")
+    saved = read_json(run_dir / CONFIG_FILE)
+    saved.pop("versions", None)
+    config = RunConfig.from_dict(saved)
+    weights_path = run_dir / WEIGHTS_FILE
+    if not weights_path.is_file():
+        raise FoxhuntError(f"{weights_path} not found: the run did not finish saving its weights")
+    try:
+        state = load_safetensors(weights_path.read_bytes())
+    except (SafetensorError, ValueError) as exc:
+        raise FoxhuntError(f"{weights_path} is corrupted or truncated ({exc})") from exc
+    model = TemporalFusionTransformer(config.model)
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if missing or unexpected:
+        raise FoxhuntError(
+            f"{weights_path} does not match config.json (missing {missing[:3]}, "
+            f"unexpected {unexpected[:3]})"
+        )
+    preprocessor = Preprocessor.load(run_dir / PREPROCESSOR_FILE)
+    return LoadedRun(config=config, model=model.to(device).eval(), preprocessor=preprocessor)
+
+
+def append_history(run_dir: Path, record: dict[str, Any]) -> None:
+    with (run_dir / HISTORY_FILE).open("a") as f:
+        f.write(json.dumps(record) + "\n")

@@ -1,0 +1,80 @@
+"""Training configuration: how to optimize, independent of data and architecture."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from foxhunt.errors import ConfigError
+
+DEVICES = ("auto", "cpu", "cuda")
+PRECISIONS = ("fp32", "bf16", "fp16")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainingConfig:
+    """Optimization settings.
+
+    Attributes:
+        epochs: passes over the training windows (>= 1).
+        batch_size: windows per optimizer step (>= 1).
+        eval_batch_size: windows per forward pass when evaluating (>= 1).
+        lr: AdamW learning rate (> 0).
+        weight_decay: AdamW decoupled weight decay (>= 0).
+        grad_clip: max global gradient norm; 0 disables clipping.
+        patience: epochs without validation improvement before stopping early; 0 disables.
+        min_delta: improvement in validation loss that counts as one (>= 0).
+        seed: seeds parameters, dropout and the shuffle order.
+        device: "auto" (CUDA when available), "cpu" or "cuda".
+        precision: "fp32", or "bf16"/"fp16" autocast on CUDA.
+        max_steps_per_epoch: cap on optimizer steps per epoch, for quick runs; None = all.
+        max_nonfinite_steps: consecutive NaN/inf losses tolerated (step skipped) before stopping.
+        num_workers: DataLoader worker processes (0 = load in the training process).
+    """
+
+    epochs: int = 10
+    batch_size: int = 64
+    eval_batch_size: int = 512
+    lr: float = 1e-3
+    weight_decay: float = 1e-4
+    grad_clip: float = 1.0
+    patience: int = 3
+    min_delta: float = 0.0
+    seed: int = 0
+    device: str = "auto"
+    precision: str = "fp32"
+    max_steps_per_epoch: int | None = None
+    max_nonfinite_steps: int = 5
+    num_workers: int = 0
+
+    def __post_init__(self) -> None:
+        positive = ("epochs", "batch_size", "eval_batch_size", "max_nonfinite_steps")
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ConfigError(f"training.{name} must be >= 1, got {getattr(self, name)}")
+        if self.lr <= 0:
+            raise ConfigError(f"training.lr must be > 0, got {self.lr}")
+        for name in ("weight_decay", "grad_clip", "min_delta", "patience", "num_workers"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"training.{name} must be >= 0, got {getattr(self, name)}")
+        if self.max_steps_per_epoch is not None and self.max_steps_per_epoch < 1:
+            raise ConfigError(
+                f"training.max_steps_per_epoch must be >= 1 or None, got {self.max_steps_per_epoch}"
+            )
+        if self.device not in DEVICES:
+            raise ConfigError(f"training.device must be one of {DEVICES}, got {self.device!r}")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(
+                f"training.precision must be one of {PRECISIONS}, got {self.precision!r}"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrainingConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"unknown training config fields {unknown}; valid: {sorted(known)}")
+        return cls(**data)

@@ -1,0 +1,209 @@
+"""The main job: bars in, a trained TFT, test metrics against baselines out."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from foxhunt.data import PreparedData, Preprocessor, WindowDataset, prepare_data
+from foxhunt.errors import FoxhuntError
+from foxhunt.memory import MemoryProfiler
+from foxhunt.model.config import TFTConfig
+from foxhunt.model.tft import TemporalFusionTransformer
+from foxhunt.run import (
+    BASELINE_FILE,
+    HISTORY_FILE,
+    METRICS_FILE,
+    PREPROCESSOR_FILE,
+    RunConfig,
+    append_history,
+    save_run,
+    save_run_config,
+    versions,
+)
+from foxhunt.storage import atomic_write_json
+from foxhunt.storage.remote import open_storage
+from foxhunt.training.checkpoint import Checkpointer
+from foxhunt.training.inference import sequential_batches
+from foxhunt.training.metrics import (
+    forecast_metrics,
+    format_table,
+    historical_quantile_forecast,
+    zero_forecast,
+)
+from foxhunt.training.trainer import Trainer
+
+log = logging.getLogger("foxhunt.train")
+
+BASIS_POINTS = 1e4
+UNIT = "basis points of log return"
+
+
+@dataclass(frozen=True)
+class JobResult:
+    run_dir: Path
+    metrics: dict[str, Any]
+    table: str
+
+
+def fit_model_config(config: TFTConfig, data: PreparedData) -> TFTConfig:
+    """The data decides how many inputs the model sees; the user decides everything else."""
+    schema = data.schema
+    return replace(
+        config,
+        num_static=len(schema.static_names),
+        static_cardinalities=tuple(schema.static_cardinalities),
+        num_past=len(schema.past_names),
+        num_future=len(schema.future_names),
+        lookback=data.train.lookback,
+        horizon=data.train.horizon,
+    )
+
+
+def window_targets(dataset: WindowDataset) -> np.ndarray:
+    """Scaled targets [N, H] of every window of a split."""
+    parts = [b.target.numpy() for b in sequential_batches(dataset, 4096) if b.target is not None]
+    return np.concatenate(parts).astype(np.float64)
+
+
+def historical_baseline(train_set: WindowDataset, quantiles: tuple[float, ...]) -> np.ndarray:
+    """Per-step unconditional quantiles [H, Q] of the train targets, in basis points."""
+    return historical_quantile_forecast(window_targets(train_set), quantiles, 1)[0]
+
+
+def score(
+    pred: np.ndarray, target: np.ndarray, historical: np.ndarray, quantiles: tuple[float, ...]
+) -> dict[str, Any]:
+    """TFT metrics and the two baselines on the same windows; everything in basis points."""
+    n, horizon, q = pred.shape
+    return {
+        "unit": UNIT,
+        "test": forecast_metrics(pred, target, quantiles),
+        "baselines": {
+            "historical_quantiles": forecast_metrics(
+                np.broadcast_to(historical, (n, horizon, q)), target, quantiles
+            ),
+            "zero": forecast_metrics(zero_forecast(n, horizon, q), target, quantiles),
+        },
+    }
+
+
+def results_table(metrics: dict[str, Any], quantiles: tuple[float, ...]) -> str:
+    rows = {"tft": metrics["test"], **metrics["baselines"]}
+    return format_table(rows, quantiles, metrics["unit"])
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobOptions:
+    """How the job runs, beyond what defines the run (not saved in config.json)."""
+
+    resume: bool = False
+    checkpoint_every: int | None = None  # optimizer steps between checkpoints; epochs always
+    keep_checkpoints: int = 2
+    checkpoint_storage: str | None = None  # folder or fsspec URL; default RUN_DIR/checkpoints
+    memory_log_every: int = 100
+    leak_threshold_mb: float = 500.0
+
+
+class HistoryWriter:
+    """Appends each epoch record to history.jsonl as it happens."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+
+    def on_epoch_end(self, trainer: Trainer, record: dict[str, Any]) -> None:
+        append_history(self.run_dir, {"event": "epoch", **record})
+
+
+def load_saved_preprocessor(output_dir: Path) -> Preprocessor:
+    path = output_dir / PREPROCESSOR_FILE
+    if not path.is_file():
+        raise FoxhuntError(
+            f"--resume {output_dir}: {path} not found; is it the --output-dir of an earlier run?"
+        )
+    return Preprocessor.load(path)
+
+
+def train(
+    config: RunConfig,
+    output_dir: Path,
+    *,
+    options: JobOptions | None = None,
+    model_transforms: tuple[Callable[[nn.Module], Any], ...] = (),
+) -> JobResult:
+    """Prepare data, fit (or resume), evaluate on the test split and save the run folder."""
+    options = options or JobOptions()
+    started = time.perf_counter()
+    torch.manual_seed(config.training.seed)
+    preprocessor = load_saved_preprocessor(output_dir) if options.resume else None
+    data = prepare_data(config.data, preprocessor=preprocessor)
+    model_config = fit_model_config(config.model, data)
+    config = replace(config, model=model_config)
+    model = TemporalFusionTransformer(model_config)
+    for transform in model_transforms:
+        transform(model)
+    params = sum(p.numel() for p in model.parameters())
+    log.info(
+        "model: %d parameters; %d static, %d past, %d future inputs; lookback %d, horizon %d",
+        params,
+        model_config.num_static + len(model_config.static_cardinalities),
+        model_config.num_past,
+        model_config.num_future,
+        model_config.lookback,
+        model_config.horizon,
+    )
+    if not options.resume:
+        (output_dir / HISTORY_FILE).unlink(missing_ok=True)
+    save_run_config(output_dir, config, data.preprocessor)
+    storage = open_storage(options.checkpoint_storage or str(output_dir / "checkpoints"))
+    checkpointer = Checkpointer(
+        storage,
+        config=config.to_dict(),
+        every_steps=options.checkpoint_every,
+        keep_last=options.keep_checkpoints,
+        metadata={"versions": versions()},
+    )
+    trainer = Trainer(
+        model,
+        config.training,
+        train_set=data.train,
+        val_set=data.validation,
+        quantiles=model_config.quantiles,
+    )
+    profiler = MemoryProfiler(
+        trainer.device,
+        log_every=options.memory_log_every,
+        leak_threshold_mb=options.leak_threshold_mb,
+        sink=lambda record: append_history(output_dir, record),
+    )
+    trainer.callbacks = [profiler, HistoryWriter(output_dir), checkpointer]
+    if options.resume:
+        checkpointer.restore(trainer)
+    state = trainer.fit()
+    scale = data.preprocessor.target_scale * BASIS_POINTS
+    historical = historical_baseline(data.train, model_config.quantiles) * scale
+    atomic_write_json(output_dir / BASELINE_FILE, {"historical_quantiles": historical.tolist()})
+    pred, target = trainer.predict(data.test)
+    metrics = score(pred * scale, target * scale, historical, model_config.quantiles)
+    metrics["training"] = {
+        "epochs_run": state.epoch,
+        "best_epoch": state.best_epoch + 1,
+        "best_val_loss": state.best_val_loss,
+        "steps": state.global_step,
+        "skipped_steps": state.skipped_steps,
+        "stopped_early": state.stopped_early,
+        "parameters": params,
+        "seconds": round(time.perf_counter() - started, 2),
+        "device": str(trainer.device),
+    }
+    save_run(output_dir, model=model, config=config, preprocessor=data.preprocessor)
+    atomic_write_json(output_dir / METRICS_FILE, metrics)
+    return JobResult(output_dir, metrics, results_table(metrics, model_config.quantiles))

@@ -1,0 +1,97 @@
+"""Forecast metrics: pinball loss, the paper's normalized q-risk, interval coverage, baselines."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+Array = NDArray[np.float64]
+
+
+def pinball(pred: Array, target: Array, q: float) -> Array:
+    """Elementwise pinball loss of one quantile forecast. pred, target: [N, H]."""
+    error = target - pred
+    return np.maximum(q * error, (q - 1.0) * error)
+
+
+def normalized_q_risk(pred: Array, target: Array, q: float) -> float:
+    """Lim et al. (2021), eq. 19: 2 * sum(pinball) / sum(|y|)."""
+    denominator = float(np.abs(target).sum())
+    return float(2.0 * pinball(pred, target, q).sum() / max(denominator, 1e-12))
+
+
+def forecast_metrics(
+    pred: Array, target: Array, quantiles: Sequence[float], *, unit_scale: float = 1.0
+) -> dict[str, Any]:
+    """Metrics of quantile forecasts.
+
+    Args:
+        pred: [N, H, Q] quantile forecasts.
+        target: [N, H] realized values, in the same units as `pred`.
+        quantiles: the Q quantile levels.
+        unit_scale: multiplies losses so they read in the reported unit (q-risk is unitless).
+    """
+    per_quantile = {
+        f"{q:g}": float(pinball(pred[..., i], target, q).mean() * unit_scale)
+        for i, q in enumerate(quantiles)
+    }
+    lower, upper = pred[..., 0], pred[..., -1]
+    metrics: dict[str, Any] = {
+        "mean_quantile_loss": float(np.mean(list(per_quantile.values()))),
+        "quantile_loss": per_quantile,
+        "coverage": {
+            "interval": [float(quantiles[0]), float(quantiles[-1])],
+            "nominal": float(quantiles[-1] - quantiles[0]),
+            "observed": float(np.mean((target >= lower) & (target <= upper))),
+        },
+        "calibration": {
+            f"{q:g}": float(np.mean(target <= pred[..., i])) for i, q in enumerate(quantiles)
+        },
+        "num_windows": int(target.shape[0]),
+    }
+    for q in (0.5, 0.9):
+        if q in quantiles:
+            metrics[f"q_risk_p{round(q * 100)}"] = normalized_q_risk(
+                pred[..., list(quantiles).index(q)], target, q
+            )
+    return metrics
+
+
+def historical_quantile_forecast(
+    train_target: Array, quantiles: Sequence[float], num_windows: int
+) -> Array:
+    """Unconditional quantiles of the train targets per horizon step, repeated: [N, H, Q]."""
+    per_step = np.quantile(train_target, quantiles, axis=0).T  # [H, Q]
+    return np.broadcast_to(per_step, (num_windows, *per_step.shape)).copy()
+
+
+def zero_forecast(num_windows: int, horizon: int, num_quantiles: int) -> Array:
+    return np.zeros((num_windows, horizon, num_quantiles))
+
+
+def format_table(results: dict[str, dict[str, Any]], quantiles: Sequence[float], unit: str) -> str:
+    """A fixed-width table with one row per forecaster, best mean loss marked."""
+    q_cols = [f"QL@{q:g}" for q in quantiles]
+    header = ["model", "mean QL", *q_cols, "q-risk P50", "q-risk P90", "coverage"]
+    best = min(results, key=lambda name: results[name]["mean_quantile_loss"])
+    rows = []
+    for name, m in results.items():
+        cov = m["coverage"]
+        rows.append(
+            [
+                name + (" *" if name == best else ""),
+                f"{m['mean_quantile_loss']:.4f}",
+                *(f"{m['quantile_loss'][f'{q:g}']:.4f}" for q in quantiles),
+                f"{m.get('q_risk_p50', float('nan')):.4f}",
+                f"{m.get('q_risk_p90', float('nan')):.4f}",
+                f"{cov['observed']:.3f}/{cov['nominal']:.2f}",
+            ]
+        )
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in [header, *rows]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines.append(f"(losses in {unit}; coverage observed/nominal of the outer interval; * = best)")
+    return "\n".join(lines)

@@ -1,0 +1,242 @@
+"""The training loop: named steps, orchestrated; no model or loss math lives here."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+from torch.utils.data import Dataset
+from tqdm import tqdm
+
+from foxhunt.batch import TFTBatch
+from foxhunt.errors import FoxhuntError
+from foxhunt.model.loss import quantile_loss
+from foxhunt.training.config import TrainingConfig
+from foxhunt.training.inference import make_loader, predict_windows
+from foxhunt.training.sampler import EpochBatchSampler
+
+log = logging.getLogger("foxhunt.train")
+
+
+class TrainingDiverged(FoxhuntError):
+    """Too many consecutive non-finite losses."""
+
+
+@dataclass
+class TrainState:
+    """Where training stands; everything needed to continue exactly, besides tensors."""
+
+    epoch: int = 0
+    batch_in_epoch: int = 0
+    global_step: int = 0
+    best_val_loss: float = math.inf
+    best_epoch: int = -1
+    epochs_without_improvement: int = 0
+    nonfinite_in_a_row: int = 0
+    skipped_steps: int = 0
+    epoch_loss_sum: float = 0.0  # running train loss of the current epoch, survives a resume
+    epoch_loss_count: int = 0
+    stopped_early: bool = False
+    history: list[dict[str, float]] = field(default_factory=list)
+
+
+class Callback(Protocol):
+    """Observers the loop steps (memory profiler, checkpoint writer). All methods optional."""
+
+    def on_epoch_start(self, trainer: Trainer) -> None: ...
+    def on_step_end(self, trainer: Trainer, loss: float) -> None: ...
+    def on_epoch_end(self, trainer: Trainer, record: dict[str, float]) -> None: ...
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise FoxhuntError("--device cuda was requested but no CUDA device is available; use cpu")
+    return torch.device(name)
+
+
+class Trainer:
+    """Fits a model with quantile loss, AdamW, clipping and early stopping on validation loss."""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        config: TrainingConfig,
+        *,
+        train_set: Dataset[TFTBatch],
+        val_set: Dataset[TFTBatch],
+        quantiles: Sequence[float],
+        callbacks: Sequence[Any] = (),
+        rank: int = 0,
+        world_size: int = 1,
+    ) -> None:
+        self.config = config
+        self.device = resolve_device(config.device)
+        self.model = model.to(self.device)
+        self.quantiles = tuple(quantiles)
+        self.train_set, self.val_set = train_set, val_set
+        self.callbacks = list(callbacks)
+        self.rank, self.world_size = rank, world_size
+        self.optimizer = torch.optim.AdamW(
+            self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay
+        )
+        self.scaler = torch.amp.GradScaler(
+            "cuda", enabled=config.precision == "fp16" and self.device.type == "cuda"
+        )
+        self.state = TrainState()
+        self.best_weights: dict[str, Tensor] | None = None
+        self.sampler = EpochBatchSampler(
+            len(train_set),  # type: ignore[arg-type]
+            batch_size=config.batch_size,
+            seed=config.seed,
+            rank=rank,
+            world_size=world_size,
+        )
+
+    # --- named steps -------------------------------------------------------------------
+    def autocast(self) -> contextlib.AbstractContextManager[Any]:
+        if self.config.precision == "fp32" or self.device.type != "cuda":
+            return contextlib.nullcontext()
+        dtype = torch.bfloat16 if self.config.precision == "bf16" else torch.float16
+        return torch.autocast("cuda", dtype=dtype)
+
+    def compute_loss(self, batch: TFTBatch) -> Tensor:
+        assert batch.target is not None, "training batches carry targets"
+        with self.autocast():
+            out = self.model(batch)
+        return quantile_loss(out.quantiles.float(), batch.target, self.quantiles)
+
+    def train_step(self, batch: TFTBatch) -> float:
+        """One optimizer step; a non-finite loss skips the update instead of poisoning weights."""
+        self.model.train()
+        batch = batch.to(self.device, non_blocking=True)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = self.compute_loss(batch)
+        value = float(loss.detach())
+        if not math.isfinite(value):
+            return self._skip_nonfinite(value)
+        self.scaler.scale(loss).backward()
+        if self.config.grad_clip > 0:
+            self.scaler.unscale_(self.optimizer)
+            nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.state.nonfinite_in_a_row = 0
+        self.state.global_step += 1
+        return value
+
+    def _skip_nonfinite(self, value: float) -> float:
+        self.state.nonfinite_in_a_row += 1
+        self.state.skipped_steps += 1
+        log.warning(
+            "non-finite loss %s at step %d: step skipped (%d in a row, stop at %d)",
+            value,
+            self.state.global_step,
+            self.state.nonfinite_in_a_row,
+            self.config.max_nonfinite_steps,
+        )
+        if self.state.nonfinite_in_a_row >= self.config.max_nonfinite_steps:
+            raise TrainingDiverged(
+                f"training diverged: {self.state.nonfinite_in_a_row} non-finite losses in a row "
+                f"at step {self.state.global_step}; lower --lr or check the input data"
+            )
+        return value
+
+    def predict(self, dataset: Dataset[TFTBatch]) -> tuple[np.ndarray, np.ndarray]:
+        """Quantile forecasts [N, H, Q] and targets [N, H] for every window, scaled units."""
+        pred, target, _ = predict_windows(
+            self.model,
+            dataset,
+            batch_size=self.config.eval_batch_size,
+            device=self.device,
+            autocast=self.autocast(),
+        )
+        assert target is not None, "evaluation windows carry targets"
+        return pred, target
+
+    def evaluate(self, dataset: Dataset[TFTBatch]) -> float:
+        """Mean quantile loss over all windows of `dataset` (scaled units)."""
+        pred, target = self.predict(dataset)
+        error = target[..., None] - pred
+        q = np.asarray(self.quantiles)
+        return float(np.maximum(q * error, (q - 1) * error).mean())
+
+    # --- orchestration -----------------------------------------------------------------
+    def fit(self) -> TrainState:
+        config, state = self.config, self.state
+        while state.epoch < config.epochs and not state.stopped_early:
+            self._notify("on_epoch_start")
+            train_loss = self.train_epoch()
+            val_loss = self.evaluate(self.val_set)
+            record = {"epoch": state.epoch, "train_loss": train_loss, "val_loss": val_loss}
+            self._track_best(val_loss)
+            state.history.append(record)
+            log.info(
+                "epoch %d/%d  train %.4f  val %.4f%s",
+                state.epoch + 1,
+                config.epochs,
+                train_loss,
+                val_loss,
+                "  (best)" if state.best_epoch == state.epoch else "",
+            )
+            state.epoch += 1
+            state.batch_in_epoch = 0
+            if config.patience and state.epochs_without_improvement >= config.patience:
+                state.stopped_early = True
+                log.info("early stop: no val improvement for %d epochs", config.patience)
+            self._notify("on_epoch_end", record)
+        if self.best_weights is not None:
+            self.model.load_state_dict(self.best_weights)
+        return state
+
+    def train_epoch(self) -> float:
+        state = self.state
+        self.sampler.set_position(state.epoch, state.batch_in_epoch)
+        loader = make_loader(self.train_set, self.sampler, num_workers=self.config.num_workers)
+        limit = self.config.max_steps_per_epoch or len(self.sampler)
+        total = min(limit, len(self.sampler)) - state.batch_in_epoch
+        bar = tqdm(
+            total=total,
+            desc=f"epoch {state.epoch + 1}",
+            disable=self.rank != 0 or not sys.stderr.isatty(),
+            leave=False,
+        )
+        for batch in loader:
+            if state.batch_in_epoch >= limit:
+                break
+            loss = self.train_step(batch)
+            state.batch_in_epoch += 1
+            if math.isfinite(loss):
+                state.epoch_loss_sum += loss
+                state.epoch_loss_count += 1
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss:.4f}")
+            self._notify("on_step_end", loss)
+        bar.close()
+        mean = state.epoch_loss_sum / state.epoch_loss_count if state.epoch_loss_count else math.nan
+        state.epoch_loss_sum, state.epoch_loss_count = 0.0, 0
+        return mean
+
+    def _track_best(self, val_loss: float) -> None:
+        state = self.state
+        if val_loss < state.best_val_loss - self.config.min_delta:
+            state.best_val_loss, state.best_epoch = val_loss, state.epoch
+            state.epochs_without_improvement = 0
+            self.best_weights = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+        else:
+            state.epochs_without_improvement += 1
+
+    def _notify(self, event: str, *args: Any) -> None:
+        for callback in self.callbacks:
+            hook: Callable[..., None] | None = getattr(callback, event, None)
+            if hook is not None:
+                hook(self, *args)

@@ -1,0 +1,100 @@
+"""The main job end to end through the CLI: train, predict, evaluate, resume."""
+
+import json
+from pathlib import Path
+
+import pytest
+from safetensors.torch import load_file
+
+from foxhunt.cli import main
+from foxhunt.data import generate_bars
+from foxhunt.run import load_run
+
+SMALL = [
+    "--synthetic-days", "8", "--lookback", "16", "--horizon", "4", "--hidden-size", "8",
+    "--variable-hidden-size", "4", "--attention-heads", "2", "--batch-size", "32",
+    "--max-steps-per-epoch", "5", "--patience", "0", "--seed", "3",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def bars_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("bars") / "bars.parquet"
+    generate_bars(days=8, seed=1).to_parquet(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory, bars_file: Path) -> Path:
+    run = tmp_path_factory.mktemp("run") / "r"
+    args = ["train", "--parquet-file", str(bars_file), *SMALL, "--epochs", "2"]
+    assert main([*args, "--output-dir", str(run)]) == 0
+    return run
+
+
+def test_train_writes_a_self_contained_run(trained: Path, capsys: pytest.CaptureFixture) -> None:
+    for name in ("model.safetensors", "config.json", "preprocessor.json", "metrics.json"):
+        assert (trained / name).is_file(), name
+    metrics = json.loads((trained / "metrics.json").read_text())
+    assert metrics["unit"] == "basis points of log return"
+    for block in (metrics["test"], *metrics["baselines"].values()):
+        assert {
+            "mean_quantile_loss",
+            "quantile_loss",
+            "q_risk_p50",
+            "q_risk_p90",
+            "coverage",
+        } <= set(block)
+    assert set(metrics["baselines"]) == {"historical_quantiles", "zero"}
+    loaded = load_run(trained)  # the folder alone rebuilds the model
+    assert loaded.config.model.quantiles == (0.1, 0.5, 0.9)
+    history = [json.loads(line) for line in (trained / "history.jsonl").read_text().splitlines()]
+    assert [h["epoch"] for h in history if h["event"] == "epoch"] == [0, 1]
+    assert any(h["event"] == "memory_epoch_end" for h in history)
+
+
+def test_predict_and_evaluate(
+    trained: Path, bars_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    out = tmp_path / "fc.csv"
+    assert (
+        main(["predict", str(trained), "--parquet-file", str(bars_file), "--output", str(out)]) == 0
+    )
+    text = out.read_text().splitlines()
+    assert text[0].startswith("symbol,last_bar,step,timestamp,q0.1_bp,q0.5_bp,q0.9_bp")
+    assert len(text) == 1 + 4  # one symbol, horizon 4
+    js = tmp_path / "m.json"
+    assert (
+        main(["evaluate", str(trained), "--parquet-file", str(bars_file), "--json", str(js)]) == 0
+    )
+    metrics = json.loads(js.read_text())
+    assert metrics["test"]["num_windows"] > 100
+    assert "historical_quantiles" in capsys.readouterr().out
+
+
+def test_resume_via_cli_matches_straight_run(tmp_path: Path, bars_file: Path) -> None:
+    base = ["train", "--parquet-file", str(bars_file), *SMALL]
+    assert main([*base, "--epochs", "2", "--output-dir", str(tmp_path / "straight")]) == 0
+    assert main([*base, "--epochs", "1", "--output-dir", str(tmp_path / "split")]) == 0
+    assert main([*base, "--epochs", "2", "--resume", str(tmp_path / "split")]) == 0
+    a = load_file(tmp_path / "straight" / "model.safetensors")
+    b = load_file(tmp_path / "split" / "model.safetensors")
+    assert a.keys() == b.keys()
+    assert all((a[k] == b[k]).all() for k in a), "resumed weights differ from the straight run"
+
+
+def test_existing_run_is_not_overwritten_silently(
+    trained: Path, bars_file: Path, capsys: pytest.CaptureFixture
+) -> None:
+    code = main(["train", "--parquet-file", str(bars_file), *SMALL, "--output-dir", str(trained)])
+    assert code == 2
+    assert "--resume" in capsys.readouterr().err
+
+
+def test_resume_with_a_different_config_names_the_field(
+    trained: Path, bars_file: Path, capsys: pytest.CaptureFixture
+) -> None:
+    args = ["train", "--parquet-file", str(bars_file), *SMALL, "--epochs", "3"]
+    code = main([*args, "--lr", "0.01", "--resume", str(trained)])
+    assert code == 2
+    assert "training.lr" in capsys.readouterr().err

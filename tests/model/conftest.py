@@ -1,0 +1,61 @@
+"""Small configs and batches shared by the model tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+
+from foxhunt import TFTBatch, TFTConfig
+
+
+def small_config(**overrides: object) -> TFTConfig:
+    """A model small enough to build and step in milliseconds; every input kind present."""
+    kwargs: dict[str, object] = {
+        "num_static": 3,
+        "static_cardinalities": (4, 2),
+        "num_past": 6,
+        "num_future": 2,
+        "hidden_size": 16,
+        "variable_hidden_size": 4,
+        "attention_heads": 4,
+        "lookback": 7,
+        "horizon": 3,
+        "quantiles": (0.1, 0.5, 0.9),
+        "dropout": 0.1,
+    }
+    kwargs.update(overrides)
+    return TFTConfig(**kwargs)  # type: ignore[arg-type]
+
+
+def make_batch(cfg: TFTConfig, batch_size: int = 5, seed: int = 0) -> TFTBatch:
+    g = torch.Generator().manual_seed(seed)
+    codes = None
+    if cfg.static_cardinalities:
+        codes = torch.stack(
+            [torch.randint(0, c, (batch_size,), generator=g) for c in cfg.static_cardinalities],
+            dim=-1,
+        )
+    return TFTBatch(
+        static=torch.randn(batch_size, cfg.num_static, generator=g),
+        past=torch.randn(batch_size, cfg.lookback, cfg.num_past, generator=g),
+        future=torch.randn(batch_size, cfg.horizon, cfg.num_future, generator=g),
+        target=torch.randn(batch_size, cfg.horizon, generator=g),
+        static_categorical=codes,
+    )
+
+
+@pytest.fixture
+def cfg() -> TFTConfig:
+    return small_config()
+
+
+@pytest.fixture(name="small_config")
+def small_config_factory() -> Callable[..., TFTConfig]:
+    return small_config
+
+
+@pytest.fixture(name="make_batch")
+def make_batch_factory() -> Callable[..., TFTBatch]:
+    return make_batch

@@ -1,0 +1,137 @@
+"""The fused VariableSelectionNetwork against the plain per-variable reference."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from foxhunt.model import variable_grns
+from foxhunt.model.reference import (
+    ReferenceVariableSelectionNetwork,
+    copy_fast_to_reference,
+    copy_reference_to_fast,
+)
+from foxhunt.model.variable_grns import VariableGRNs
+from foxhunt.model.variable_selection import VariableSelectionNetwork
+
+CASES = {
+    # name: (num_real, cardinalities, variable_size, hidden, steps or None for static)
+    "temporal": (9, (), 4, 8, 5),
+    "static_mixed": (3, (4, 2), 4, 8, None),
+    "categorical_only": (0, (3,), 4, 8, None),
+    "identity_skip": (5, (), 8, 8, 3),  # variable_size == hidden: per-variable skip is identity
+    "scalar_embedding": (4, (2,), 1, 8, None),  # n * d == n: selection skip is identity
+}
+
+
+def build(case: str, dtype: torch.dtype, context: bool = True):
+    n_real, cards, d, h, steps = CASES[case]
+    kwargs = {"variable_size": d, "hidden_size": h, "dropout": 0.1}
+    kwargs["context_size"] = 6 if context else None
+    torch.manual_seed(0)
+    ref = ReferenceVariableSelectionNetwork(n_real, cards, **kwargs).to(dtype).eval()
+    fast = VariableSelectionNetwork(n_real, cards, **kwargs).to(dtype).eval()
+    copy_reference_to_fast(ref, fast)
+    g = torch.Generator().manual_seed(1)
+    lead = (3, steps) if steps else (3,)
+    real = torch.randn(*lead, n_real, generator=g, dtype=dtype)
+    codes = None
+    if cards:
+        codes = torch.stack([torch.randint(0, c, lead, generator=g) for c in cards], dim=-1)
+    ctx = torch.randn(3, 6, generator=g, dtype=dtype) if context else None
+    return ref, fast, (real, codes, ctx)
+
+
+@pytest.fixture(autouse=True)
+def tiny_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Force several (variable, row) blocks so that the blocked loops are exercised."""
+    monkeypatch.setattr(variable_grns, "BLOCK_ELEMENTS", 48)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("case", list(CASES))
+def test_fast_equals_reference_forward_and_gradients(case: str, dtype: torch.dtype) -> None:
+    ref, fast, (real, codes, ctx) = build(case, dtype)
+    out_ref, w_ref = ref(real, codes, ctx)
+    out_fast, w_fast = fast(real, codes, ctx)
+    torch.testing.assert_close(out_fast, out_ref, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(w_fast, w_ref, atol=1e-5, rtol=1e-5)
+
+    g = torch.Generator().manual_seed(2)
+    grad_out = torch.randn(out_ref.shape, generator=g, dtype=dtype)
+    grad_w = torch.randn(w_ref.shape, generator=g, dtype=dtype)
+    torch.autograd.backward([out_ref, w_ref], [grad_out, grad_w])
+    torch.autograd.backward([out_fast, w_fast], [grad_out, grad_w])
+    fast_grads = fast_grads_in_reference_layout(fast, ref)
+    for name, p in ref.named_parameters():
+        assert p.grad is not None, name
+        torch.testing.assert_close(fast_grads[name], p.grad, atol=1e-5, rtol=1e-5, msg=name)
+
+
+def fast_grads_in_reference_layout(
+    fast: VariableSelectionNetwork, ref: ReferenceVariableSelectionNetwork
+) -> dict[str, torch.Tensor]:
+    """The fast module's gradients, moved into the reference's parameter layout."""
+    holder, out = copy.deepcopy(fast), copy.deepcopy(ref)
+    with torch.no_grad():
+        for p, q in zip(fast.parameters(), holder.parameters(), strict=True):
+            assert p.grad is not None
+            q.copy_(p.grad)
+    copy_fast_to_reference(holder, out)
+    return dict(out.named_parameters())
+
+
+def test_weights_are_a_distribution_per_step() -> None:
+    _, fast, (real, codes, ctx) = build("temporal", torch.float32)
+    _, weights = fast(real, codes, ctx)
+    assert weights.shape == (3, 5, 9)
+    assert (weights >= 0).all()
+    torch.testing.assert_close(weights.sum(-1), torch.ones(3, 5))
+
+
+def test_without_context() -> None:
+    ref, fast, (real, codes, _) = build("static_mixed", torch.float64, context=False)
+    torch.testing.assert_close(fast(real, codes)[0], ref(real, codes)[0])
+
+
+def test_copy_round_trip_is_exact() -> None:
+    ref, fast, _ = build("static_mixed", torch.float32)
+    back = copy.deepcopy(ref)
+    for p in back.parameters():
+        torch.nn.init.zeros_(p)
+    copy_fast_to_reference(fast, back)
+    for (name, p), q in zip(ref.named_parameters(), back.parameters(), strict=True):
+        assert torch.equal(p, q), name
+
+
+def test_blocking_does_not_change_the_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    _, fast, (real, codes, ctx) = build("temporal", torch.float64)
+    blocked = fast(real, codes, ctx)[0]
+    monkeypatch.setattr(variable_grns, "BLOCK_ELEMENTS", 1 << 30)
+    torch.testing.assert_close(fast(real, codes, ctx)[0], blocked, atol=1e-12, rtol=1e-12)
+
+
+def test_fused_op_passes_gradcheck() -> None:
+    torch.manual_seed(0)
+    grns = VariableGRNs(3, 2, 2, 4, dropout=0.0).double()
+    z = torch.randn(3, 5, 3, dtype=torch.float64, requires_grad=True)
+    in_weight = torch.randn(3, 3, 6, dtype=torch.float64, requires_grad=True)
+    weights = torch.rand(5, 3, dtype=torch.float64, requires_grad=True)
+    params = [z, in_weight, weights, *grns.parameters()]
+    assert torch.autograd.gradcheck(lambda *_: grns(z, in_weight, weights), params)
+
+
+def test_dropout_follows_train_and_eval() -> None:
+    _, fast, (real, codes, ctx) = build("temporal", torch.float32)
+    eval_out = fast(real, codes, ctx)[0]
+    fast.train()
+    torch.manual_seed(3)
+    first = fast(real, codes, ctx)[0]
+    torch.manual_seed(3)
+    again = fast(real, codes, ctx)[0]
+    assert torch.equal(first, again)  # the global RNG drives every mask
+    assert not torch.allclose(first, eval_out)
+    fast.eval()
+    assert torch.equal(fast(real, codes, ctx)[0], eval_out)

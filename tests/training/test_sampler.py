@@ -1,0 +1,36 @@
+import pytest
+
+from foxhunt.training.sampler import EpochBatchSampler
+
+
+def batches(sampler: EpochBatchSampler) -> list[list[int]]:
+    return list(iter(sampler))
+
+
+def test_order_depends_on_seed_and_epoch_only() -> None:
+    a = EpochBatchSampler(100, batch_size=8, seed=3)
+    b = EpochBatchSampler(100, batch_size=8, seed=3)
+    assert batches(a) == batches(b)
+    b.set_position(epoch=1)
+    assert batches(a) != batches(b)
+    assert sorted(i for batch in batches(a) for i in batch) == list(range(100))
+
+
+def test_resume_mid_epoch_replays_the_rest() -> None:
+    full = EpochBatchSampler(100, batch_size=8, seed=1)
+    full.set_position(epoch=2)
+    resumed = EpochBatchSampler(100, batch_size=8, seed=1)
+    resumed.set_position(epoch=2, start_batch=5)
+    assert batches(resumed) == batches(full)[5:]
+
+
+def test_ranks_split_each_global_batch() -> None:
+    single = EpochBatchSampler(64, batch_size=8, seed=0, drop_last=True)
+    ranks = [EpochBatchSampler(64, batch_size=8, seed=0, rank=r, world_size=2) for r in range(2)]
+    for glob, b0, b1 in zip(batches(single), *map(batches, ranks), strict=True):
+        assert sorted(b0 + b1) == sorted(glob) and len(b0) == len(b1) == 4
+
+
+def test_batch_size_must_divide_among_ranks() -> None:
+    with pytest.raises(ValueError, match="divisible"):
+        EpochBatchSampler(10, batch_size=5, seed=0, world_size=2)
