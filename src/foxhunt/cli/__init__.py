@@ -12,9 +12,9 @@ from foxhunt.errors import FoxhuntError
 
 
 def subcommands() -> list[ModuleType]:
-    from foxhunt.cli import evaluate, predict, train
+    from foxhunt.cli import evaluate, predict, report, train
 
-    return [train, predict, evaluate]
+    return [train, predict, evaluate, report]
 
 
 def build_parser() -> argparse.ArgumentParser:

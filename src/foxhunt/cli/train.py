@@ -13,6 +13,7 @@ from foxhunt.cli.common import add_data_file_arguments, csv_tuple, float_tuple
 from foxhunt.data import DataConfig
 from foxhunt.errors import ConfigError
 from foxhunt.model.config import TFTConfig
+from foxhunt.report import write_report
 from foxhunt.run import RunConfig
 from foxhunt.training.config import TrainingConfig
 from foxhunt.training.job import JobOptions, train
@@ -86,6 +87,7 @@ def register(sub: Any) -> None:
     )
     r.add_argument("--memory-log-every", type=int, default=100, help="memory debug line every N")
     r.add_argument("--leak-threshold-mb", type=float, default=500.0)
+    r.add_argument("--no-report", action="store_true", help="skip the HTML report at the end")
     p.set_defaults(run=run)
 
 
@@ -172,4 +174,6 @@ def run(args: argparse.Namespace) -> int:
     result = train(config, folder, options=options)
     print(result.table)
     print(f"run saved to {result.run_dir} (metrics.json, model.safetensors, config.json)")
+    if not args.no_report:
+        print(f"report: {write_report(result.run_dir)}")
     return 0

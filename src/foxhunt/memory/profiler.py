@@ -114,6 +114,8 @@ class MemoryProfiler:
         self.warned_this_epoch = False
         self.step_in_epoch = 0
         self.events: list[dict[str, Any]] = []
+        self.last_step_end = 0.0
+        self.step_seconds: list[float] = []  # durations since the last memory line
 
     def snapshot(self) -> MemorySnapshot:
         return self.backend.snapshot()
@@ -130,6 +132,8 @@ class MemoryProfiler:
         self.epoch_start = snap = self.snapshot()
         self.warned_this_epoch = False
         self.step_in_epoch = 0
+        self.step_seconds = []
+        self.last_step_end = time.perf_counter()
         epoch = getattr(getattr(trainer, "state", None), "epoch", None)
         self._emit("memory_epoch_start", snap, epoch=epoch)
         log.debug("memory at epoch start: %.0f MB used of %.0f MB", snap.used_mb, snap.total_mb)
@@ -138,13 +142,18 @@ class MemoryProfiler:
         if self.epoch_start is None:
             self.on_epoch_start(trainer)
         assert self.epoch_start is not None
+        now = time.perf_counter()
+        self.step_seconds.append(now - self.last_step_end)
+        self.last_step_end = now
         self.step_in_epoch += 1
         if self.step_in_epoch % self.log_every:
             return
         snap = self.snapshot()
         growth = snap.used_mb - self.epoch_start.used_mb
         step = getattr(getattr(trainer, "state", None), "global_step", self.step_in_epoch)
-        self._emit("memory_step", snap, step=step, growth_mb=growth)
+        step_ms = 1000 * sorted(self.step_seconds)[len(self.step_seconds) // 2]
+        self.step_seconds = []
+        self._emit("memory_step", snap, step=step, growth_mb=growth, step_ms=step_ms)
         log.debug(
             "memory step %s: %.0f MB used (peak %.0f MB, %+.0f MB since epoch start)",
             step,

@@ -1,0 +1,113 @@
+"""Everything a report shows, computed from the run folder and its test split."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from foxhunt.data import FeatureSchema, WindowDataset, prepare_data
+from foxhunt.errors import FoxhuntError
+from foxhunt.run import HISTORY_FILE, METRICS_FILE, load_run, read_json
+from foxhunt.training.inference import sequential_batches
+from foxhunt.training.job import BASIS_POINTS
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """Arrays behind the figures. Forecasts and targets are in basis points of log return."""
+
+    run_dir: Path
+    epochs: list[dict[str, Any]]  # history.jsonl epoch records
+    memory: list[dict[str, Any]]  # history.jsonl memory events
+    metrics: dict[str, Any]  # metrics.json
+    schema: FeatureSchema
+    quantiles: tuple[float, ...]
+    forecasts: np.ndarray  # [N, H, Q] test split
+    targets: np.ndarray  # [N, H]
+    anchor_times: pd.DatetimeIndex  # [N] time of each window's last observed bar
+    static_importance: np.ndarray  # [S + C] mean selection weight per static variable
+    past_importance: np.ndarray  # [P] mean over windows and lookback steps
+    future_importance: np.ndarray  # [F] mean over windows and horizon steps
+    attention: np.ndarray  # [H, L + H] mean attention of each horizon step over positions
+    lookback: int
+
+    @property
+    def calibration(self) -> np.ndarray:
+        """Observed share of targets at or below each quantile forecast: [Q]."""
+        return np.asarray(
+            [np.mean(self.targets <= self.forecasts[..., i]) for i in range(len(self.quantiles))]
+        )
+
+
+def read_history(run_dir: Path) -> list[dict[str, Any]]:
+    path = run_dir / HISTORY_FILE
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@torch.no_grad()
+def interpret(model: torch.nn.Module, dataset: WindowDataset, scale: float) -> dict[str, Any]:
+    """Forecasts, selection weights and attention over every window of `dataset`."""
+    model.eval()
+    sums: dict[str, Any] = {}
+    forecasts, targets, anchors = [], [], []
+    count = 0
+    for batch in sequential_batches(dataset, 512):
+        out = model(batch, return_attention=True)
+        forecasts.append(out.quantiles.numpy() * scale)
+        assert batch.target is not None and batch.anchor is not None
+        targets.append(batch.target.numpy() * scale)
+        anchors.append(batch.anchor.numpy())
+        parts = {
+            "static": out.static_weights.sum(0),
+            "past": out.past_weights.sum((0, 1)) / out.past_weights.shape[1],
+            "future": out.future_weights.sum((0, 1)) / max(out.future_weights.shape[1], 1),
+            "attention": out.attention.sum(0),
+        }
+        for key, value in parts.items():
+            sums[key] = sums.get(key, 0) + value.double().numpy()
+        count += batch.batch_size
+    return {
+        "forecasts": np.concatenate(forecasts).astype(np.float64),
+        "targets": np.concatenate(targets).astype(np.float64),
+        "anchors": np.concatenate(anchors),
+        **{key: value / count for key, value in sums.items()},
+    }
+
+
+def collect(run_dir: Path, data_file: Path | None = None) -> ReportData:
+    """Load the run, rebuild its test split with the run's own preprocessing, interpret it."""
+    loaded = load_run(run_dir)
+    data_config = loaded.config.data
+    if data_file is not None:
+        data_config = replace(data_config, path=data_file)
+    if data_config.path is not None and not Path(data_config.path).is_file():
+        raise FoxhuntError(
+            f"{data_config.path} (the run's data) is gone; pass the bars with --parquet-file"
+        )
+    data = prepare_data(data_config, preprocessor=loaded.preprocessor)
+    found = interpret(loaded.model, data.test, loaded.preprocessor.target_scale * BASIS_POINTS)
+    history = read_history(run_dir)
+    return ReportData(
+        run_dir=run_dir,
+        epochs=[h for h in history if h.get("event") == "epoch"],
+        memory=[h for h in history if str(h.get("event", "")).startswith("memory")],
+        metrics=read_json(run_dir / METRICS_FILE) if (run_dir / METRICS_FILE).is_file() else {},
+        schema=data.schema,
+        quantiles=loaded.config.model.quantiles,
+        forecasts=found["forecasts"],
+        targets=found["targets"],
+        anchor_times=pd.DatetimeIndex(data.test.timestamps[found["anchors"]]),
+        static_importance=found["static"],
+        past_importance=found["past"],
+        future_importance=found["future"],
+        attention=found["attention"],
+        lookback=loaded.config.model.lookback,
+    )
