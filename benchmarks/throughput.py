@@ -23,6 +23,7 @@ import os
 import platform
 import resource
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -74,10 +75,10 @@ class ModelShape:
         for name in ("batch_size", "lookback", "horizon", "hidden_size", "variable_hidden_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"ModelShape.{name} must be >= 1, got {getattr(self, name)}")
-        if self.num_observed + self.num_known < 2 or self.num_known < 2 or self.num_static < 2:
+        if self.num_static < 2 or self.num_known < 2 or self.num_observed < 1:
             # pytorch-forecasting's variable selection skips the selection weights for a
             # single variable; keep >= 2 in every group so both models do the same work.
-            raise ValueError("ModelShape: use num_static >= 2, num_known >= 2 (and observed)")
+            raise ValueError("ModelShape: use num_static >= 2, num_known >= 2, num_observed >= 1")
 
     @property
     def num_past(self) -> int:
@@ -145,6 +146,16 @@ class BenchConfig:
     """Training steps of each library in the accuracy check; 0 skips it."""
     accuracy_eval_batches: int = 8
     """Held-out batches the trained models are evaluated on."""
+    quiet_wait_s: float = 0.0
+    """Before each repeat, wait up to this long for the other processes on the machine to
+    use less than `quiet_cores` cores (Linux /proc/stat); 0 = do not wait."""
+    quiet_cores: float = 0.3
+    """See `quiet_wait_s`."""
+    retries: int = 0
+    """Repeats that may be measured again because another process took the cores: a repeat
+    is redone when either library used fewer than `min_busy` x `threads` cores while timed."""
+    min_busy: float = 0.85
+    """See `retries`."""
     profile: bool = False
     """Print torch.profiler's top operators of one foxhunt training step."""
 
@@ -457,7 +468,7 @@ class LoaderResult:
 def measure_loader(shape: ModelShape, days: int, batch_size: int) -> LoaderResult:
     """One shuffled epoch over foxhunt's built-in synthetic bars, training split."""
     try:
-        from foxhunt.data import DataConfig, make_loader, prepare_data  # type: ignore[attr-defined]
+        from foxhunt.data import DataConfig, make_loader, prepare_data
     except ImportError as err:
         return LoaderResult(error=f"foxhunt.data not ready: {err}")
     start = time.perf_counter()
@@ -592,8 +603,57 @@ class Report:
         return asdict(self)
 
 
+def busy_cores_now(seconds: float = 1.0) -> float | None:
+    """Cores busy over the next `seconds`, all processes (this one idles meanwhile)."""
+
+    def sample() -> tuple[int, int] | None:
+        try:
+            with open("/proc/stat") as stat:
+                fields = [int(v) for v in stat.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+        return sum(fields) - idle, sum(fields)
+
+    before = sample()
+    time.sleep(seconds)
+    after = sample()
+    if before is None or after is None or after[1] == before[1]:
+        return None
+    cpus = os.cpu_count() or 1
+    return cpus * (after[0] - before[0]) / (after[1] - before[1])
+
+
+def wait_until_quiet(max_seconds: float, max_cores: float) -> float | None:
+    """Poll until other processes use < `max_cores` cores or `max_seconds` pass; returns
+    the last reading (None where /proc/stat is unavailable)."""
+    deadline = time.monotonic() + max_seconds
+    busy = busy_cores_now()
+    while busy is not None and busy >= max_cores and time.monotonic() < deadline:
+        busy = busy_cores_now(2.0)
+    return busy
+
+
+def source_state() -> str | None:
+    """The checkout's commit, with "+dirty" when foxhunt's model files differ from it."""
+    repo = Path(__file__).resolve().parents[1]
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--", "src/foxhunt/model")
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return commit + ("+dirty" if dirty else "")
+
+
 def machine_info(threads: int) -> dict[str, Any]:
     return {
+        "foxhunt_source": source_state(),
         "cpu_count": os.cpu_count(),
         "torch_threads": threads,
         "torch": torch.__version__,
@@ -644,16 +704,31 @@ def run_benchmark(config: BenchConfig, log: Callable[[str], None] | None = None)
         say(f"{runner.name}: {parameter_count(runner.model):,} parameters")
 
     timings: dict[str, list[Timing]] = {r.name: [] for r in runners}
-    for repeat in range(config.repeats):
-        warmup = config.warmup if repeat == 0 else min(1, config.warmup)
-        for trainer in trainers:
-            timing = trainer.timed_steps(warmup, config.steps)
-            timings[trainer.runner.name].append(timing)
+    background: list[float | None] = []
+    discarded = 0
+    while len(background) < config.repeats:
+        repeat = len(background) + 1
+        warmup = config.warmup if repeat + discarded == 1 else min(1, config.warmup)
+        busy = (
+            wait_until_quiet(config.quiet_wait_s, config.quiet_cores)
+            if config.quiet_wait_s > 0
+            else busy_cores_now(0.5)
+        )
+        pair = {t.runner.name: t.timed_steps(warmup, config.steps) for t in trainers}
+        for name, timing in pair.items():
             say(
-                f"repeat {repeat + 1}/{config.repeats} {trainer.runner.name}: "
-                f"median {timing.median_s:.3f} s/step (min {min(timing.seconds):.3f}, "
-                f"max {max(timing.seconds):.3f}; {timing.busy_cores:.2f} busy cores)"
+                f"repeat {repeat}/{config.repeats} {name}: median {timing.median_s:.3f} s/step "
+                f"(min {min(timing.seconds):.3f}, max {max(timing.seconds):.3f}; "
+                f"{timing.busy_cores:.2f} busy cores)"
             )
+        disturbed = min(t.busy_cores for t in pair.values()) < config.min_busy * config.threads
+        if disturbed and discarded < config.retries:
+            discarded += 1
+            say(f"repeat {repeat} disturbed by other processes: measuring it again")
+            continue
+        background.append(busy)
+        for name, timing in pair.items():
+            timings[name].append(timing)
 
     results: dict[str, LibraryResult] = {}
     for runner in runners:
@@ -686,6 +761,8 @@ def run_benchmark(config: BenchConfig, log: Callable[[str], None] | None = None)
 
     profile_table = profile_step(trainers[-1]) if config.profile else None
     machine["loadavg_end"] = list(os.getloadavg())
+    machine["background_busy_cores"] = background
+    machine["repeats_discarded"] = discarded
     return Report(
         config=asdict(config),
         machine=machine,
@@ -799,12 +876,23 @@ def format_report(report: Report) -> str:
     if end:
         load += f", at end {end[0]:.2f}/{end[1]:.2f}/{end[2]:.2f}"
     lines.append(load)
+    lines.append(
+        f"foxhunt source: {report.machine.get('foxhunt_source') or 'unknown'}; "
+        f"torch {report.machine['torch']}, {report.machine['cpu_count']} CPUs"
+    )
+    background = report.machine.get("background_busy_cores") or []
+    if any(b is not None for b in background):
+        lines.append(
+            "cores busy with other processes just before each repeat: "
+            + ", ".join("n/a" if b is None else f"{b:.2f}" for b in background)
+            + f"; repeats discarded as disturbed: {report.machine.get('repeats_discarded', 0)}"
+        )
     if report.profile:
         lines += ["", "foxhunt training step, top operators:", report.profile]
     return "\n".join(lines)
 
 
-def _parse(argv: Sequence[str] | None) -> tuple[BenchConfig, bool]:
+def _parse(argv: Sequence[str] | None) -> tuple[BenchConfig, bool, Path | None]:
     defaults = BenchConfig()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=defaults.steps, help="timed steps per repeat")
@@ -823,8 +911,22 @@ def _parse(argv: Sequence[str] | None) -> tuple[BenchConfig, bool]:
     parser.add_argument(
         "--loader-days", type=int, default=defaults.loader_days, help="0 skips the loader"
     )
+    parser.add_argument(
+        "--quiet-wait",
+        type=float,
+        default=defaults.quiet_wait_s,
+        metavar="SECONDS",
+        help="before each repeat wait up to SECONDS for other processes to go idle",
+    )
+    parser.add_argument(
+        "--retries",
+        type=int,
+        default=defaults.retries,
+        help="repeats that may be redone when another process took the cores",
+    )
     parser.add_argument("--profile", action="store_true", help="profile foxhunt's step")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--save", type=Path, metavar="PATH", help="also write the JSON report")
     args = parser.parse_args(argv)
     config = BenchConfig(
         steps=args.steps,
@@ -835,19 +937,21 @@ def _parse(argv: Sequence[str] | None) -> tuple[BenchConfig, bool]:
         pf_inference_batch=args.pf_large_batch,
         accuracy_steps=args.accuracy_steps,
         loader_days=args.loader_days,
+        quiet_wait_s=args.quiet_wait,
+        retries=args.retries,
         profile=args.profile,
     )
-    return config, args.json
+    return config, args.json, args.save
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    config, as_json = _parse(argv)
+    config, as_json, save = _parse(argv)
     log = None if as_json else (lambda message: print(message, file=sys.stderr, flush=True))
     report = run_benchmark(config, log=log)
-    if as_json:
-        print(json.dumps(report.to_dict(), indent=2))
-    else:
-        print(format_report(report))
+    data = json.dumps(report.to_dict(), indent=2)
+    if save is not None:
+        save.write_text(data + "\n")
+    print(data if as_json else format_report(report))
     return 0
 
 

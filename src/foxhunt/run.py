@@ -105,10 +105,16 @@ def read_json(path: Path) -> Any:
 
 
 def load_run(run_dir: Path, *, device: str | torch.device = "cpu") -> LoadedRun:
-    """Rebuild the model and preprocessing of a finished run, refusing damaged files."""
+    """Rebuild the model and preprocessing of a finished run (or of its int8 export),
+    refusing damaged files."""
+    from foxhunt.quant.export import is_export, load_export, read_qat_config  # imports this
+    from foxhunt.quant.transform import prepare_qat
+
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise FoxhuntError(f"run folder {run_dir} does not exist; pass the --output-dir of a run")
+    if is_export(run_dir):  # an int8 export (foxhunt export): same folder contract
+        return load_export(run_dir, device=device)
     saved = read_json(run_dir / CONFIG_FILE)
     saved.pop("versions", None)
     config = RunConfig.from_dict(saved)
@@ -120,6 +126,9 @@ def load_run(run_dir: Path, *, device: str | torch.device = "cpu") -> LoadedRun:
     except (SafetensorError, ValueError) as exc:
         raise FoxhuntError(f"{weights_path} is corrupted or truncated ({exc})") from exc
     model = TemporalFusionTransformer(config.model)
+    qat = read_qat_config(run_dir)
+    if qat is not None:  # a QAT run saved its fake-quant state: load it into the same transform
+        prepare_qat(model, qat)
     missing, unexpected = model.load_state_dict(state, strict=False)
     if missing or unexpected:
         raise FoxhuntError(

@@ -80,7 +80,9 @@ def test_report_has_every_field(throughput: ModuleType) -> None:
     accuracy = data["accuracy"]
     assert "foxhunt" in accuracy["eval_loss"] and accuracy["oracle_loss"] > 0
     assert set(accuracy["train_loss_last"]) == set(accuracy["eval_loss"])
-    assert {"loadavg_start", "loadavg_end", "cpu_count"} <= set(data["machine"])
+    assert {"loadavg_start", "loadavg_end", "cpu_count", "repeats_discarded"} <= set(
+        data["machine"]
+    )
 
     text = throughput.format_report(report)
     assert "training samples/s" in text and "saved for backward" in text
@@ -95,5 +97,7 @@ def test_pf_missing_still_reports_foxhunt(throughput: ModuleType) -> None:
 
 
 def test_cli_flags(throughput: ModuleType) -> None:
-    config, as_json = throughput._parse(["--steps", "3", "--repeats", "2", "--json", "--no-pf"])
+    argv = ["--steps", "3", "--repeats", "2", "--json", "--no-pf", "--save", "report.json"]
+    config, as_json, save = throughput._parse(argv)
     assert as_json and config.steps == 3 and config.repeats == 2 and not config.include_pf
+    assert save is not None and save.name == "report.json"

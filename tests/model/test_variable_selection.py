@@ -7,7 +7,7 @@ import copy
 import pytest
 import torch
 
-from foxhunt.model import variable_grns
+from foxhunt.model import fused_grns
 from foxhunt.model.reference import (
     ReferenceVariableSelectionNetwork,
     copy_fast_to_reference,
@@ -47,7 +47,7 @@ def build(case: str, dtype: torch.dtype, context: bool = True):
 @pytest.fixture(autouse=True)
 def tiny_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     """Force several (variable, row) blocks so that the blocked loops are exercised."""
-    monkeypatch.setattr(variable_grns, "BLOCK_ELEMENTS", 48)
+    monkeypatch.setattr(fused_grns, "BLOCK_ELEMENTS", 48)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -109,18 +109,23 @@ def test_copy_round_trip_is_exact() -> None:
 def test_blocking_does_not_change_the_result(monkeypatch: pytest.MonkeyPatch) -> None:
     _, fast, (real, codes, ctx) = build("temporal", torch.float64)
     blocked = fast(real, codes, ctx)[0]
-    monkeypatch.setattr(variable_grns, "BLOCK_ELEMENTS", 1 << 30)
+    monkeypatch.setattr(fused_grns, "BLOCK_ELEMENTS", 1 << 30)
     torch.testing.assert_close(fast(real, codes, ctx)[0], blocked, atol=1e-12, rtol=1e-12)
 
 
-def test_fused_op_passes_gradcheck() -> None:
+@pytest.mark.parametrize("dropout", [0.0, 0.5])
+def test_fused_op_passes_gradcheck(dropout: float) -> None:
     torch.manual_seed(0)
-    grns = VariableGRNs(3, 2, 2, 4, dropout=0.0).double()
-    z = torch.randn(3, 5, 3, dtype=torch.float64, requires_grad=True)
-    in_weight = torch.randn(3, 3, 6, dtype=torch.float64, requires_grad=True)
+    grns = VariableGRNs(3, 2, 2, 4, dropout=dropout).double()
+    embedded = torch.randn(3, 5, 2, dtype=torch.float64, requires_grad=True)
     weights = torch.rand(5, 3, dtype=torch.float64, requires_grad=True)
-    params = [z, in_weight, weights, *grns.parameters()]
-    assert torch.autograd.gradcheck(lambda *_: grns(z, in_weight, weights), params)
+
+    def run(*_: torch.Tensor) -> torch.Tensor:
+        z = torch.nn.functional.pad(embedded, (0, 1), value=1.0)  # [xi, 1]
+        torch.manual_seed(1)  # the same dropout mask at every evaluation
+        return grns(z, grns.input_weight(), weights)
+
+    assert torch.autograd.gradcheck(run, [embedded, weights, *grns.parameters()])
 
 
 def test_dropout_follows_train_and_eval() -> None:

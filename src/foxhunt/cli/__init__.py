@@ -12,9 +12,9 @@ from foxhunt.errors import FoxhuntError
 
 
 def subcommands() -> list[ModuleType]:
-    from foxhunt.cli import evaluate, predict, report, train
+    from foxhunt.cli import bench_memory, evaluate, export, predict, report, train
 
-    return [train, predict, evaluate, report]
+    return [train, predict, evaluate, report, bench_memory, export]
 
 
 def build_parser() -> argparse.ArgumentParser:

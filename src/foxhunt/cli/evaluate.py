@@ -18,7 +18,9 @@ from foxhunt.training.job import BASIS_POINTS, results_table, score
 
 def register(sub: Any) -> None:
     p = sub.add_parser("evaluate", help="metrics of a trained run on a file")
-    p.add_argument("run_dir", type=Path, help="folder of a trained run")
+    p.add_argument(
+        "run_dir", type=Path, help="folder of a trained run, or its int8 export (foxhunt export)"
+    )
     add_data_file_arguments(p, required=True)
     p.add_argument("--json", type=Path, default=None, help="also write the metrics as JSON")
     p.set_defaults(run=run)

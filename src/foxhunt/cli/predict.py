@@ -17,7 +17,9 @@ from foxhunt.training.job import BASIS_POINTS
 
 def register(sub: Any) -> None:
     p = sub.add_parser("predict", help="forecast the next bars after the end of a file")
-    p.add_argument("run_dir", type=Path, help="folder of a trained run")
+    p.add_argument(
+        "run_dir", type=Path, help="folder of a trained run, or its int8 export (foxhunt export)"
+    )
     add_data_file_arguments(p, required=True)
     p.add_argument("--output", type=Path, default=None, help="also write the table as CSV")
     p.set_defaults(run=run)

@@ -13,9 +13,17 @@ from foxhunt.cli.common import add_data_file_arguments, csv_tuple, float_tuple
 from foxhunt.data import DataConfig
 from foxhunt.errors import ConfigError
 from foxhunt.model.config import TFTConfig
+from foxhunt.quant import QATConfig
 from foxhunt.report import write_report
 from foxhunt.run import RunConfig
 from foxhunt.training.config import TrainingConfig
+from foxhunt.training.distributed import (
+    DEFAULT_TIMEOUT_S,
+    DistributedContext,
+    distributed_session,
+    main_decides,
+    quiet_other_ranks,
+)
 from foxhunt.training.job import JobOptions, train
 
 log = logging.getLogger("foxhunt.train")
@@ -54,9 +62,23 @@ def register(sub: Any) -> None:
     m.add_argument(
         "--checkpoint-segments", type=csv_tuple, default=None, help="checkpoint only these"
     )
+    q = p.add_argument_group("quantization (see docs/QAT_GUIDE.md)")
+    q.add_argument("--qat", action="store_true", help="quantization-aware training (int8)")
+    q.add_argument(
+        "--qat-freeze-after",
+        type=int,
+        default=QATConfig().freeze_after,
+        metavar="N",
+        help="training steps of observer warm-up; then scales are frozen (default: %(default)s)",
+    )
     t = p.add_argument_group("training")
     t.add_argument("--epochs", type=int, default=5)
-    t.add_argument("--batch-size", type=int, default=64)
+    t.add_argument(
+        "--batch-size",
+        type=int,
+        default=64,
+        help="windows per optimizer step; under torchrun the global batch, split across ranks",
+    )
     t.add_argument("--lr", type=float, default=1e-3)
     t.add_argument("--weight-decay", type=float, default=1e-4)
     t.add_argument("--grad-clip", type=float, default=1.0)
@@ -88,6 +110,14 @@ def register(sub: Any) -> None:
     r.add_argument("--memory-log-every", type=int, default=100, help="memory debug line every N")
     r.add_argument("--leak-threshold-mb", type=float, default=500.0)
     r.add_argument("--no-report", action="store_true", help="skip the HTML report at the end")
+    g = p.add_argument_group("distributed (under torchrun; see docs/distributed.md)")
+    g.add_argument(
+        "--dist-timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help="how long a rank waits for the others before failing (a dead or hung rank)",
+    )
     p.set_defaults(run=run)
 
 
@@ -158,20 +188,35 @@ def output_dir(args: argparse.Namespace) -> Path:
     return folder
 
 
+def check_world_size(config: RunConfig, ctx: DistributedContext) -> None:
+    if config.training.batch_size % ctx.world_size:
+        raise ConfigError(
+            f"--batch-size {config.training.batch_size} is the global batch and must divide "
+            f"evenly among the {ctx.world_size} processes; use a multiple of {ctx.world_size}"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     config = run_config_from_args(args)
-    folder = output_dir(args)
-    source = args.data_file or f"built-in synthetic ES bars ({args.synthetic_days} days)"
-    log.info("training on %s -> %s", source, folder)
-    options = JobOptions(
-        resume=args.resume is not None,
-        checkpoint_every=args.checkpoint_every,
-        keep_checkpoints=args.keep_checkpoints,
-        checkpoint_storage=args.checkpoint_storage,
-        memory_log_every=args.memory_log_every,
-        leak_threshold_mb=args.leak_threshold_mb,
-    )
-    result = train(config, folder, options=options)
+    with distributed_session(args.device, args.dist_timeout) as ctx:
+        quiet_other_ranks(ctx)
+        check_world_size(config, ctx)
+        # rank 0 checks (and with --overwrite clears) the folder; every rank gets its name
+        folder = main_decides(ctx, lambda: output_dir(args))
+        source = args.data_file or f"built-in synthetic ES bars ({args.synthetic_days} days)"
+        log.info("training on %s -> %s", source, folder)
+        options = JobOptions(
+            resume=args.resume is not None,
+            checkpoint_every=args.checkpoint_every,
+            keep_checkpoints=args.keep_checkpoints,
+            checkpoint_storage=args.checkpoint_storage,
+            memory_log_every=args.memory_log_every,
+            leak_threshold_mb=args.leak_threshold_mb,
+            qat=QATConfig(freeze_after=args.qat_freeze_after) if args.qat else None,
+        )
+        result = train(config, folder, options=options, distributed=ctx)
+    if not ctx.is_main:  # rank 0 alone prints and writes the run folder
+        return 0
     print(result.table)
     print(f"run saved to {result.run_dir} (metrics.json, model.safetensors, config.json)")
     if not args.no_report:

@@ -49,10 +49,10 @@ class InterpretableMultiHeadAttention(nn.Module):
         if need_weights:
             scores = q @ k.transpose(-2, -1) / math.sqrt(dh)  # [B, nh, Tq, Tk]
             scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-            weights = torch.softmax(scores, dim=-1).mean(dim=1)  # [B, Tq, Tk], eq. 14
-            heads = weights.to(v.dtype) @ v.squeeze(1)  # [B, Tq, dh]: H~ of eq. 14
+            weights = torch.softmax(scores, dim=-1).mean(dim=1)  # [B, Tq, Tk], eq. 15
+            heads = weights.to(v.dtype) @ v.squeeze(1)  # [B, Tq, dh]: H~, eq. 14
         else:
             v = v.expand(b, nh, tk, dh)
             heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask).mean(dim=1)
             weights = None
-        return self.out(heads), weights  # [B, Tq, d], eq. 15
+        return self.out(heads), weights  # [B, Tq, d], eq. 13

@@ -22,10 +22,10 @@ class TemporalFusionDecoder(nn.Module):
         super().__init__()
         h = hidden_size
         self.lookback, self.horizon = lookback, horizon
-        self.enrichment = GatedResidualNetwork(h, h, h, dropout, context_size=h)  # eq. 17
-        self.attention = InterpretableMultiHeadAttention(h, num_heads)  # eq. 18
-        self.attention_gate = GateAddNorm(h, h, dropout)  # eq. 19
-        self.positionwise = GatedResidualNetwork(h, h, h, dropout)  # eq. 20
+        self.enrichment = GatedResidualNetwork(h, h, h, dropout, context_size=h)  # eq. 18
+        self.attention = InterpretableMultiHeadAttention(h, num_heads)  # eq. 19
+        self.attention_gate = GateAddNorm(h, h, dropout)  # eq. 20
+        self.positionwise = GatedResidualNetwork(h, h, h, dropout)  # eq. 21
         # eq. 22 skips over the whole fusion decoder; no dropout here, as in the paper's code
         self.output_gate = GateAddNorm(h, h, dropout=0.0)
         self.register_buffer("mask", decoder_causal_mask(lookback, horizon), persistent=False)

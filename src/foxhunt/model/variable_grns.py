@@ -1,36 +1,32 @@
-"""The per-variable GRNs of a variable selection network, run as one batched, fused op.
+"""The per-variable GRNs of a variable selection network, with stacked weights.
 
 A VSN applies an independent GRN (d_in -> g -> d_model) to each of its n variables and sums
-the results weighted by the selection weights (eq. 7). Done naively that materializes several
-[rows, n, d_model] tensors (220 variables x 64 steps x batch 32 x 64 ≈ 29M floats each) and
-streams them through memory a dozen times. Here the n GRNs keep stacked weights of shape
-[n, fan_in, fan_out] and :class:`_FusedWeightedGRNs` runs eq. 2-4 and eq. 7 in row blocks that
-fit in cache, keeping only its inputs for backward and recomputing a block's activations
-there (forward and backward are written out by hand, checked against autograd in tests).
+the results weighted by the selection weights (eq. 7-8). Here the n GRNs keep their weights
+stacked, [n, fan_in, fan_out] (an nn.Linear's ``weight.T`` per variable, so a reference GRN's
+parameters copy in and out one variable at a time), and run as one fused op (fused_grns.py).
+
+For that op every affine map carries its bias as an extra input row fed by a constant 1:
+x @ W + b = [x, 1] @ [[W], [b]]. The input z of each variable ends in a 1, the first layer
+passes that 1 through (ELU(1) = 1) and so does the second, so no layer adds a bias
+separately and the bias gradients come out of the weight-gradient matmuls.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from typing import Any, NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-#: Rows per block are chosen so that the widest block activation, [n, rows, 2 * d_model]
-#: floats, stays near this many elements (≈ 2 MiB in fp32: one core's L2 cache).
-BLOCK_ELEMENTS = 1 << 19
-EPS = 1e-5  # LayerNorm epsilon, as nn.LayerNorm
+from foxhunt.model import fused_grns
+from foxhunt.model.dropout import FastDropout
 
 
 class VariableGRNs(nn.Module):
-    """n independent GRNs with stacked weights, returning their weighted sum.
+    """n independent GRNs, returning their weighted sum.
 
     GRN_j(e) = LayerNorm_j(skip_j(e) + GLU_j(dropout(W1_j ELU(W2_j e + b2_j) + b1_j))).
-    Weight layout is [n, fan_in, fan_out] (an nn.Linear's ``weight.T`` per variable), so a
-    reference GRN's parameters copy in and out one variable at a time.
     """
 
     def __init__(self, n: int, input_size: int, hidden_size: int, output_size: int, dropout: float):
@@ -49,7 +45,7 @@ class VariableGRNs(nn.Module):
             self.skip_bias = nn.Parameter(torch.empty(n, output_size))
         self.norm_weight = nn.Parameter(torch.ones(n, output_size))
         self.norm_bias = nn.Parameter(torch.zeros(n, output_size))
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = FastDropout(dropout)  # on eta_1, the input of the GLU
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -63,153 +59,56 @@ class VariableGRNs(nn.Module):
             nn.init.uniform_(getattr(self, f"{name}_bias"), -bound, bound)
 
     def input_weight(self) -> Tensor:
-        """[n, input_size + 1, g + output]: maps [e, 1] to [fc1(e) | skip(e)] in one matmul."""
+        """[n, input + 1, g + 1 + output]: [e, 1] -> [fc1(e) | 1 | skip(e)] in one matmul."""
+        skip_weight: Tensor
+        skip_bias: Tensor
         if self.has_skip:
-            weight = torch.cat([self.fc1_weight, self.skip_weight], dim=-1)
-            bias = torch.cat([self.fc1_bias, self.skip_bias], dim=-1)
+            skip_weight, skip_bias = self.skip_weight, self.skip_bias
         else:  # identity skip
             eye = torch.eye(
                 self.input_size, dtype=self.fc1_weight.dtype, device=self.fc1_weight.device
             )
-            weight = torch.cat([self.fc1_weight, eye.expand(self.n, -1, -1)], dim=-1)
-            bias = F.pad(self.fc1_bias, (0, self.output_size))
-        return torch.cat([weight, bias.unsqueeze(1)], dim=1)
+            skip_weight = eye.expand(self.n, -1, -1)
+            skip_bias = self.fc1_bias.new_zeros(self.n, self.output_size)
+        fc1 = _with_bias(self.fc1_weight, self.fc1_bias)  # [n, input + 1, g]
+        skip = _with_bias(skip_weight, skip_bias)  # [n, input + 1, d]
+        return torch.cat([fc1, _carry_one(fc1, 1), skip], dim=-1)  # [n, input + 1, g + 1 + d]
 
     def forward(self, z: Tensor, in_weight: Tensor, weights: Tensor) -> Tensor:
-        """sum_j weights[:, j] * GRN_j(input_j).
+        """sum_j weights[:, j] * GRN_j(input_j) -> [R, output].
 
-        z [n, R, k] holds each variable's input features; ``in_weight`` [n, k, g + output]
-        maps them to the fc1 pre-activation and the skip (``input_weight()`` for z = [e, 1];
-        a folded map for cheaper inputs). weights [R, n] -> output [R, output].
+        z [n, R, k]: each variable's input features, the last one the constant 1;
+        in_weight [n, k, g + 1 + output] maps them to [fc1 pre-activation | 1 | skip]
+        (``input_weight()`` for z = [e, 1], or a cheaper folded map); weights [R, n].
         """
         n, rows, _ = z.shape
+        fc2 = _with_bias(self.fc2_weight, self.fc2_bias)  # [n, g + 1, g]
+        fc2 = torch.cat([fc2, _carry_one(fc2, 1)], dim=-1)  # [n, g + 1, g + 1]
+        glu_weight: Tensor = self.glu_weight
         mask = None
-        if self.training and self.dropout.p > 0:  # nn.Dropout's mask, applied to eta_1 inside
-            mask = self.dropout(z.new_ones(n, rows, self.hidden_size))
-        # CPU: blocks of (variable, row) cells whose widest activation fits in cache
-        pairs = BLOCK_ELEMENTS // (2 * self.output_size) if z.device.type == "cpu" else n * rows
-        params: tuple[Tensor, ...] = (self.fc2_weight, self.fc2_bias, self.glu_weight)
-        params += (self.glu_bias, self.norm_weight, self.norm_bias)
-        dtype = self.glu_weight.dtype  # autocast is off inside: this op runs in the weights' dtype
+        if self.dropout.training and self.dropout.p > 0:
+            mask = self.dropout.keep_mask((n, rows, self.hidden_size), z.device)  # bool
+            glu_weight = glu_weight / self.dropout.keep_probability  # the rescaling, folded in
+        glu = _with_bias(glu_weight, self.glu_bias)  # [n, g + 1, 2 * output]
+        # CPU: blocks of (variable, row) cells whose widest activation stays in cache
+        cells = n * rows
+        if z.device.type == "cpu":
+            cells = fused_grns.BLOCK_ELEMENTS // (2 * self.output_size)
+        dtype = self.glu_weight.dtype  # autocast is off inside: the op runs in the weights' dtype
         with torch.autocast(z.device.type, enabled=False):
-            z, weights = z.to(dtype), weights.to(dtype).contiguous()
-            mask = None if mask is None else mask.to(dtype)
-            out = _FusedWeightedGRNs.apply(z, weights, mask, pairs, in_weight.to(dtype), *params)
-        assert isinstance(out, Tensor)
-        return out
+            params = (in_weight, fc2, glu, self.norm_weight, self.norm_bias)
+            return fused_grns.fused_weighted_grns(
+                z.to(dtype), weights.to(dtype), mask, cells, *(p.to(dtype) for p in params)
+            )
 
 
-def _block_forward(z: Tensor, mask: Tensor | None, w: _Weights) -> tuple[Tensor, ...]:
-    """Eq. 2-4 for one block of variables and rows; returns what backward needs."""
-    g = w.fc2_w.shape[-1]
-    a2 = F.elu(torch.bmm(z, w.in_w[..., :g]))  # eta_2 [v, r, g]
-    e1 = torch.bmm(a2, w.fc2_w).add_(w.fc2_b.unsqueeze(1))  # eta_1 [v, r, g]
-    if mask is not None:
-        e1.mul_(mask)
-    gl = torch.bmm(e1, w.glu_w).add_(w.glu_b.unsqueeze(1))  # [v, r, 2d]
-    y = torch.baddbmm(F.glu(gl, dim=-1), z, w.in_w[..., g:])  # GLU + skip [v, r, d]
-    d = y.shape[-1]
-    nrm, mean, rstd = torch.native_layer_norm(y, (d,), y.new_ones(d), y.new_zeros(d), EPS)
-    return a2, e1, gl, y, nrm, mean, rstd
+def _with_bias(weight: Tensor, bias: Tensor) -> Tensor:
+    """[n, in, out], [n, out] -> [n, in + 1, out]: x @ W + b as [x, 1] @ [[W], [b]]."""
+    return torch.cat([weight, bias.unsqueeze(1)], dim=1)
 
 
-class _Weights(NamedTuple):
-    in_w: Tensor  # [n, k, g + d]: [fc1 | skip] of the block input z
-    fc2_w: Tensor  # [n, g, g]
-    fc2_b: Tensor  # [n, g]
-    glu_w: Tensor  # [n, g, 2d]
-    glu_b: Tensor  # [n, 2d]
-    norm_w: Tensor  # [n, d]
-    norm_b: Tensor  # [n, d]
-
-    def block(self, variables: slice) -> _Weights:
-        return _Weights(*(t[variables] for t in self))
-
-
-def _blocks(n: int, rows: int, pairs: int) -> Iterator[tuple[slice, slice]]:
-    """(variables, rows) slices covering [n, rows] with about ``pairs`` cells each."""
-    nv = max(1, min(n, pairs // rows))
-    nr = min(rows, max(1, pairs // nv))
-    for v in range(0, n, nv):
-        for r in range(0, rows, nr):
-            yield slice(v, v + nv), slice(r, r + nr)
-
-
-class _FusedWeightedGRNs(torch.autograd.Function):
-    """out[r] = sum_j weights[r, j] * GRN_j(z_j[r]), block by block, recomputed in backward."""
-
-    @staticmethod
-    def forward(
-        ctx: Any,
-        z: Tensor,  # [n, R, k]
-        weights: Tensor,  # [R, n]
-        mask: Tensor | None,  # [n, R, g]
-        pairs: int,
-        *params: Tensor,  # the fields of _Weights
-    ) -> Tensor:
-        ctx.save_for_backward(z, weights, mask, *params)
-        ctx.pairs = pairs
-        w = _Weights(*params)
-        out = weights @ w.norm_b  # [R, d]: the LayerNorm biases, sum_j w_j b_j
-        for vs, rs in _blocks(z.shape[0], z.shape[1], pairs):
-            blk_mask = None if mask is None else mask[vs, rs]
-            nrm = _block_forward(z[vs, rs], blk_mask, w.block(vs))[4]  # [v, r, d]
-            nrm.mul_(w.norm_w[vs].unsqueeze(1)).mul_(weights[rs, vs].t().unsqueeze(-1))
-            out[rs] += nrm.sum(0)
-        return out
-
-    @staticmethod
-    def backward(ctx: Any, grad_out: Tensor) -> tuple[Tensor | None, ...]:
-        saved = ctx.saved_tensors  # read once: checkpointing allows a single unpack
-        with torch.autocast(grad_out.device.type, enabled=False):
-            grad_out = grad_out.to(saved[0].dtype).contiguous()
-            return _backward(saved, ctx.pairs, ctx.needs_input_grad[0], grad_out)
-
-
-def _backward(
-    saved: tuple[Tensor, ...], pairs: int, need_z: bool, grad_out: Tensor
-) -> tuple[Tensor | None, ...]:
-    z, weights, mask, *params = saved
-    w = _Weights(*params)
-    dw = _Weights(*(torch.zeros_like(t) for t in params))
-    d_norm_w = dw.norm_w.unsqueeze(1)  # [n, 1, d] view of dw.norm_w
-    dw.norm_b.copy_(weights.t() @ grad_out)  # [n, d]
-    d_weights = grad_out @ w.norm_b.t()  # [R, n]
-    d_z = torch.zeros_like(z) if need_z else None
-    g = w.fc2_w.shape[-1]
-    for vs, rs in _blocks(z.shape[0], z.shape[1], pairs):
-        zb, maskb, wb, dwb = (
-            z[vs, rs],
-            None if mask is None else mask[vs, rs],
-            w.block(vs),
-            dw.block(vs),
-        )
-        a2, e1, gl, y, nrm, mean, rstd = _block_forward(zb, maskb, wb)
-        gb, wt = grad_out[rs], weights[rs, vs].t().unsqueeze(-1)  # [r, d], [v, r, 1]
-        # eq. 7 and the LayerNorm affine
-        prod = nrm * gb  # [v, r, d]
-        d_norm_w[vs].baddbmm_(wt.transpose(1, 2), prod)
-        d_weights[rs, vs] += torch.bmm(prod, wb.norm_w.unsqueeze(-1)).squeeze(-1).t()
-        d_nrm = (gb * wb.norm_w.unsqueeze(1)).mul_(wt)  # [v, r, d]
-        d = y.shape[-1]
-        d_y = torch.ops.aten.native_layer_norm_backward(
-            d_nrm, y, (d,), mean, rstd, y.new_ones(d), None, [True, False, False]
-        )[0]
-        # GLU, eta_1, eta_2
-        d_gl = torch.ops.aten.glu_backward(d_y, gl, -1)  # [v, r, 2d]
-        dwb.glu_w.baddbmm_(e1.transpose(1, 2), d_gl)
-        dwb.glu_b.add_(d_gl.sum(1))
-        d_e1 = torch.bmm(d_gl, wb.glu_w.transpose(1, 2))  # [v, r, g]
-        if maskb is not None:
-            d_e1.mul_(maskb)
-        dwb.fc2_w.baddbmm_(a2.transpose(1, 2), d_e1)
-        dwb.fc2_b.add_(d_e1.sum(1))
-        d_a2 = torch.bmm(d_e1, wb.fc2_w.transpose(1, 2))
-        d_pre1 = torch.ops.aten.elu_backward(d_a2, 1.0, 1.0, 1.0, True, a2)  # [v, r, g]
-        # input projections: fc1 and skip
-        dwb.in_w[..., :g].baddbmm_(zb.transpose(1, 2), d_pre1)
-        dwb.in_w[..., g:].baddbmm_(zb.transpose(1, 2), d_y)
-        if d_z is not None:
-            d_z[vs, rs] = torch.bmm(d_pre1, wb.in_w[..., :g].transpose(1, 2))
-            d_z[vs, rs].baddbmm_(d_y, wb.in_w[..., g:].transpose(1, 2))
-    return (d_z, d_weights, None, None, *dw)
+def _carry_one(augmented: Tensor, width: int) -> Tensor:
+    """[n, in + 1, width] zeros but for a 1 in the last row: passes the input's 1 along."""
+    return F.pad(
+        augmented.new_ones(augmented.shape[0], 1, width), (0, 0, augmented.shape[1] - 1, 0)
+    )

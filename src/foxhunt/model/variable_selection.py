@@ -8,7 +8,8 @@ Everything up to the first nonlinearity is linear in x_j, so for real variables 
 embedding is folded into the layers that read it: GRN_v's input projections become one
 [rows, n] @ [n, hidden] matmul and each per-variable GRN starts from the affine map
 x_j * A_j + c_j. No [rows, n, d_var] embedding is ever built for real inputs. The per-variable
-GRNs run as one fused op (variable_grns.py); reference.py keeps the plain version.
+GRNs run as one fused op (variable_grns.py, fused_grns.py); reference.py keeps the plain
+version.
 """
 
 from __future__ import annotations
@@ -94,13 +95,13 @@ class VariableSelectionNetwork(nn.Module):
         return torch.stack([emb(codes[:, j]) for j, emb in enumerate(self.embeddings)], dim=1)
 
     def _real_input_weight(self) -> Tensor:
-        """[n_real, 2, g + hidden]: [x, 1] -> [fc1(xi) | skip(xi)] with xi = x * w + b."""
+        """[n_real, 2, g + 1 + hidden]: [x, 1] -> [fc1(xi) | 1 | skip(xi)], xi = x * w + b."""
         assert self.real_grns is not None
-        embed = torch.stack([self.real_weight, self.real_bias], dim=1)  # [n, 2, d]
-        embed = F.pad(embed, (0, 1))  # [n, 2, d + 1]; the last column carries the bias ...
-        unit = torch.zeros_like(embed)
-        unit[:, 1, -1] = 1.0  # ... of [xi, 1]: row [b, 1] maps the constant 1 to 1
-        return torch.bmm(embed + unit, self.real_grns.input_weight())
+        embed = torch.stack([self.real_weight, self.real_bias], dim=1)  # [n, 2, d]: rows w, b
+        embed = F.pad(embed, (0, 1))  # [n, 2, d + 1]; a 1 in the corner passes [x, 1]'s 1 on
+        embed = embed + F.pad(embed.new_ones(1, 1, 1), (embed.shape[-1] - 1, 0, 1, 0))
+        with torch.autocast(embed.device.type, enabled=False):  # weights: full precision
+            return torch.bmm(embed, self.real_grns.input_weight())
 
     def _flat_linear(self, layer: nn.Linear, x: Tensor, cat: Tensor | None) -> Tensor:
         """layer(flatten(xi)) without building xi for the real variables."""

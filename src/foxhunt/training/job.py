@@ -16,8 +16,13 @@ from torch import nn
 from foxhunt.data import PreparedData, Preprocessor, WindowDataset, prepare_data
 from foxhunt.errors import FoxhuntError
 from foxhunt.memory import MemoryProfiler
+from foxhunt.memory.checkpointing import apply_checkpointing
+from foxhunt.memory.startup import report_checkpointing
 from foxhunt.model.config import TFTConfig
 from foxhunt.model.tft import TemporalFusionTransformer
+from foxhunt.quant import QATConfig, prepare_qat
+from foxhunt.quant.export import run_qat_config, save_qat_config
+from foxhunt.quant.schedule import observers_paused
 from foxhunt.run import (
     BASELINE_FILE,
     HISTORY_FILE,
@@ -30,8 +35,15 @@ from foxhunt.run import (
     versions,
 )
 from foxhunt.storage import atomic_write_json
+from foxhunt.storage.base import CheckpointError
 from foxhunt.storage.remote import open_storage
 from foxhunt.training.checkpoint import Checkpointer
+from foxhunt.training.distributed import (
+    DistributedContext,
+    barrier,
+    main_decides,
+    peer_failures,
+)
 from foxhunt.training.inference import sequential_batches
 from foxhunt.training.metrics import (
     forecast_metrics,
@@ -111,6 +123,7 @@ class JobOptions:
     checkpoint_storage: str | None = None  # folder or fsspec URL; default RUN_DIR/checkpoints
     memory_log_every: int = 100
     leak_threshold_mb: float = 500.0
+    qat: QATConfig | None = None  # quantization-aware training (foxhunt.quant); None = FP32
 
 
 class HistoryWriter:
@@ -132,15 +145,29 @@ def load_saved_preprocessor(output_dir: Path) -> Preprocessor:
     return Preprocessor.load(path)
 
 
+def resume_point(checkpointer: Checkpointer) -> str:
+    name = checkpointer.latest()
+    if name is None:
+        raise CheckpointError("no complete checkpoint found to resume from")
+    return name
+
+
 def train(
     config: RunConfig,
     output_dir: Path,
     *,
     options: JobOptions | None = None,
     model_transforms: tuple[Callable[[nn.Module], Any], ...] = (),
+    distributed: DistributedContext | None = None,
 ) -> JobResult:
-    """Prepare data, fit (or resume), evaluate on the test split and save the run folder."""
+    """Prepare data, fit (or resume), evaluate on the test split and save the run folder.
+
+    Under DDP (`distributed` from `init_distributed`) every rank runs this; rank 0 alone
+    writes the run folder, history and checkpoints and scores the test split, and the
+    others return a result with empty metrics once training ends.
+    """
     options = options or JobOptions()
+    ctx = distributed or DistributedContext()
     started = time.perf_counter()
     torch.manual_seed(config.training.seed)
     preprocessor = load_saved_preprocessor(output_dir) if options.resume else None
@@ -148,8 +175,12 @@ def train(
     model_config = fit_model_config(config.model, data)
     config = replace(config, model=model_config)
     model = TemporalFusionTransformer(model_config)
+    qat = run_qat_config(output_dir, options.qat, resume=options.resume)
+    if qat is not None:  # fake quantization first; checkpointing and DDP compose over it
+        prepare_qat(model, qat)
     for transform in model_transforms:
         transform(model)
+    checkpointed = apply_checkpointing(model, model_config.checkpointing)
     params = sum(p.numel() for p in model.parameters())
     log.info(
         "model: %d parameters; %d static, %d past, %d future inputs; lookback %d, horizon %d",
@@ -160,9 +191,11 @@ def train(
         model_config.lookback,
         model_config.horizon,
     )
-    if not options.resume:
-        (output_dir / HISTORY_FILE).unlink(missing_ok=True)
-    save_run_config(output_dir, config, data.preprocessor)
+    if ctx.is_main:
+        if not options.resume:
+            (output_dir / HISTORY_FILE).unlink(missing_ok=True)
+        save_run_config(output_dir, config, data.preprocessor)
+        save_qat_config(output_dir, qat)  # marks a QAT run: load_run re-applies prepare_qat
     storage = open_storage(options.checkpoint_storage or str(output_dir / "checkpoints"))
     checkpointer = Checkpointer(
         storage,
@@ -177,17 +210,30 @@ def train(
         train_set=data.train,
         val_set=data.validation,
         quantiles=model_config.quantiles,
+        rank=ctx.rank,
+        world_size=ctx.world_size,
+        local_rank=ctx.local_rank,
     )
-    profiler = MemoryProfiler(
-        trainer.device,
-        log_every=options.memory_log_every,
-        leak_threshold_mb=options.leak_threshold_mb,
-        sink=lambda record: append_history(output_dir, record),
-    )
-    trainer.callbacks = [profiler, HistoryWriter(output_dir), checkpointer]
-    if options.resume:
-        checkpointer.restore(trainer)
-    state = trainer.fit()
+    if ctx.is_main:  # the only rank that logs memory, writes history and checkpoints
+        profiler = MemoryProfiler(
+            trainer.device,
+            log_every=options.memory_log_every,
+            leak_threshold_mb=options.leak_threshold_mb,
+            sink=lambda record: append_history(output_dir, record),
+        )
+        trainer.callbacks = [profiler, HistoryWriter(output_dir), checkpointer]
+    with peer_failures(ctx):
+        if options.resume:
+            # every rank reads the checkpoint rank 0 names; the barrier keeps rank 0 from
+            # writing (and pruning) checkpoints before every rank has finished reading
+            checkpointer.restore(trainer, main_decides(ctx, lambda: resume_point(checkpointer)))
+            barrier()
+        if checkpointed and ctx.is_main:  # measured, not assumed: first batch, with and without
+            with observers_paused(model):  # QAT: measuring must not move the observers
+                append_history(output_dir, report_checkpointing(trainer, checkpointed))
+        state = trainer.fit()
+    if not ctx.is_main:
+        return JobResult(output_dir, {}, "")
     scale = data.preprocessor.target_scale * BASIS_POINTS
     historical = historical_baseline(data.train, model_config.quantiles) * scale
     atomic_write_json(output_dir / BASELINE_FILE, {"historical_quantiles": historical.tolist()})

@@ -13,13 +13,14 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 from torch import Tensor, nn
-from torch.utils.data import Dataset
+from torch.utils.data import Dataset, Subset
 from tqdm import tqdm
 
 from foxhunt.batch import TFTBatch
 from foxhunt.errors import FoxhuntError
 from foxhunt.model.loss import quantile_loss
 from foxhunt.training.config import TrainingConfig
+from foxhunt.training.distributed import all_reduce_sum, rank_step_seed, wrap_ddp
 from foxhunt.training.inference import make_loader, predict_windows
 from foxhunt.training.sampler import EpochBatchSampler
 
@@ -56,16 +57,24 @@ class Callback(Protocol):
     def on_epoch_end(self, trainer: Trainer, record: dict[str, float]) -> None: ...
 
 
-def resolve_device(name: str) -> torch.device:
+def resolve_device(name: str, index: int | None = None) -> torch.device:
+    """`index` picks the GPU (a DDP rank's LOCAL_RANK); it is ignored on CPU."""
     if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        name = "cuda" if torch.cuda.is_available() else "cpu"
     if name == "cuda" and not torch.cuda.is_available():
         raise FoxhuntError("--device cuda was requested but no CUDA device is available; use cpu")
-    return torch.device(name)
+    return torch.device(name, index) if name == "cuda" and index is not None else torch.device(name)
 
 
 class Trainer:
-    """Fits a model with quantile loss, AdamW, clipping and early stopping on validation loss."""
+    """Fits a model with quantile loss, AdamW, clipping and early stopping on validation loss.
+
+    With `world_size > 1` (a process group must exist, see `foxhunt.training.distributed`)
+    the model is wrapped in DistributedDataParallel for training steps; `self.model` stays
+    the plain module (checkpoints, evaluation and prediction use it). Each rank takes
+    `batch_size / world_size` windows of every global batch, DDP averages the gradients, and
+    the loss, the skip decision and the validation loss are reduced so every rank agrees.
+    """
 
     def __init__(
         self,
@@ -78,10 +87,15 @@ class Trainer:
         callbacks: Sequence[Any] = (),
         rank: int = 0,
         world_size: int = 1,
+        local_rank: int = 0,
     ) -> None:
         self.config = config
-        self.device = resolve_device(config.device)
+        self.device = resolve_device(config.device, local_rank if world_size > 1 else None)
         self.model = model.to(self.device)
+        # DDP is the last transform; it wraps whatever checkpointing/QAT left in the model
+        self.train_model: nn.Module = (
+            wrap_ddp(self.model, self.device) if world_size > 1 else self.model
+        )
         self.quantiles = tuple(quantiles)
         self.train_set, self.val_set = train_set, val_set
         self.callbacks = list(callbacks)
@@ -112,16 +126,24 @@ class Trainer:
     def compute_loss(self, batch: TFTBatch) -> Tensor:
         assert batch.target is not None, "training batches carry targets"
         with self.autocast():
-            out = self.model(batch)
+            out = self.train_model(batch)
         return quantile_loss(out.quantiles.float(), batch.target, self.quantiles)
 
     def train_step(self, batch: TFTBatch) -> float:
-        """One optimizer step; a non-finite loss skips the update instead of poisoning weights."""
-        self.model.train()
+        """One optimizer step; a non-finite loss skips the update instead of poisoning weights.
+
+        Under DDP the returned loss is the mean over ranks (the global batch's loss, local
+        batches being equal), and it is non-finite when any rank's is, so all skip together.
+        """
+        self.train_model.train()
         batch = batch.to(self.device, non_blocking=True)
         self.optimizer.zero_grad(set_to_none=True)
+        if self.world_size > 1:
+            torch.manual_seed(self._dropout_seed())
         loss = self.compute_loss(batch)
         value = float(loss.detach())
+        if self.world_size > 1:  # before backward: DDP's all-reduce needs every rank there
+            value = all_reduce_sum([value], self.device)[0] / self.world_size
         if not math.isfinite(value):
             return self._skip_nonfinite(value)
         self.scaler.scale(loss).backward()
@@ -133,6 +155,10 @@ class Trainer:
         self.state.nonfinite_in_a_row = 0
         self.state.global_step += 1
         return value
+
+    def _dropout_seed(self) -> int:
+        state = self.state
+        return rank_step_seed(self.config.seed, self.rank, state.epoch, state.batch_in_epoch)
 
     def _skip_nonfinite(self, value: float) -> float:
         self.state.nonfinite_in_a_row += 1
@@ -164,11 +190,30 @@ class Trainer:
         return pred, target
 
     def evaluate(self, dataset: Dataset[TFTBatch]) -> float:
-        """Mean quantile loss over all windows of `dataset` (scaled units)."""
-        pred, target = self.predict(dataset)
-        error = target[..., None] - pred
-        q = np.asarray(self.quantiles)
-        return float(np.maximum(q * error, (q - 1) * error).mean())
+        """Mean quantile loss over all windows of `dataset` (scaled units).
+
+        Under DDP each rank scores every world_size-th window and the sums and counts are
+        all-reduced, so every rank returns the same value (and takes the same early stop); it
+        is then a collective: every rank must call it.
+        """
+        total, count = 0.0, 0
+        shard = self._shard(dataset)
+        if len(shard):  # type: ignore[arg-type]
+            pred, target = self.predict(shard)
+            error = target[..., None] - pred
+            q = np.asarray(self.quantiles)
+            pinball = np.maximum(q * error, (q - 1) * error)
+            total, count = float(pinball.sum()), pinball.size
+        if self.world_size > 1:
+            total, reduced = all_reduce_sum([total, count], self.device)
+            count = round(reduced)
+        return total / count if count else math.nan
+
+    def _shard(self, dataset: Dataset[TFTBatch]) -> Dataset[TFTBatch]:
+        if self.world_size == 1:
+            return dataset
+        size = len(dataset)  # type: ignore[arg-type]
+        return Subset(dataset, range(self.rank, size, self.world_size))
 
     # --- orchestration -----------------------------------------------------------------
     def fit(self) -> TrainState:

@@ -1,0 +1,118 @@
+"""`foxhunt bench-memory`: what activation checkpointing saves and costs, measured."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import Any
+
+import torch
+
+from foxhunt.cli.common import csv_tuple
+from foxhunt.errors import ConfigError
+from foxhunt.memory.bench import PRESETS, default_modes, run_benchmark, with_overrides
+from foxhunt.memory.checkpointing import resolve_policy
+from foxhunt.memory.table import format_table
+
+log = logging.getLogger("foxhunt.memory")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "bench-memory",
+        help="measure activation checkpointing: bytes saved for backward, peak memory, time",
+        description="For one model config and batch: plain training vs each checkpointed "
+        "segment alone vs full checkpointing. Prints a table (or JSON with --json).",
+    )
+    p.add_argument("--preset", default="cpu-reference", choices=sorted(PRESETS))
+    p.add_argument("--batch-size", type=int, default=None, help="override the preset's batch")
+    p.add_argument("--hidden-size", type=int, default=None)
+    p.add_argument("--variable-hidden-size", type=int, default=None)
+    p.add_argument("--lookback", type=int, default=None)
+    p.add_argument("--horizon", type=int, default=None)
+    p.add_argument(
+        "--modes",
+        type=csv_tuple,
+        default=None,
+        help='comma-separated: "none", "full", segment names, or "a+b" for several '
+        "(default: none, each segment, full)",
+    )
+    p.add_argument("--device", default="cpu", choices=["auto", "cpu", "cuda"])
+    p.add_argument(
+        "--memory-limit-gb",
+        type=float,
+        default=None,
+        help="cap the CUDA allocator at this many GB, as on a smaller card (CUDA only)",
+    )
+    p.add_argument("--steps", type=int, default=7, help="timed steps per mode (median)")
+    p.add_argument("--warmup", type=int, default=2, help="untimed rounds first")
+    p.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
+    p.add_argument("--no-time", action="store_true", help="skip the step-time measurement")
+    p.add_argument("--no-peak", action="store_true", help="skip the peak-memory measurement")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--json",
+        nargs="?",
+        const="-",
+        default=None,
+        metavar="FILE",
+        help="write the results as JSON to FILE (or stdout instead of the table)",
+    )
+    p.set_defaults(run=run)
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("--device cuda: no CUDA device is available; use --device cpu")
+    return torch.device(name)
+
+
+def run(args: argparse.Namespace) -> int:
+    preset = PRESETS[args.preset]
+    cfg = with_overrides(
+        preset.config,
+        hidden_size=args.hidden_size,
+        variable_hidden_size=args.variable_hidden_size,
+        lookback=args.lookback,
+        horizon=args.horizon,
+    )
+    modes = list(args.modes) if args.modes else default_modes()
+    for mode in modes:  # fail on a typo before minutes of measuring
+        if mode not in ("none", "full"):
+            resolve_policy(mode.split("+"))
+    device = resolve_device(args.device)
+    if args.memory_limit_gb is not None and device.type != "cuda":
+        log.warning(
+            "--memory-limit-gb %g is ignored on %s: only the CUDA allocator can be capped; "
+            "compare the measured peaks with the limit instead",
+            args.memory_limit_gb,
+            device,
+        )
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    report = run_benchmark(
+        cfg,
+        args.batch_size or preset.batch_size,
+        preset=args.preset,
+        modes=modes,
+        device=device,
+        steps=args.steps,
+        warmup=args.warmup,
+        measure_time=not args.no_time,
+        measure_peak_memory=not args.no_peak,
+        memory_limit_gb=args.memory_limit_gb if device.type == "cuda" else None,
+        seed=args.seed,
+    )
+    if args.json == "-":
+        json.dump(report.to_dict(), sys.stdout, indent=2)
+        print()
+        return 0
+    if args.json is not None:
+        with open(args.json, "w") as f:
+            json.dump(report.to_dict(), f, indent=2)
+    print(format_table(report))
+    return 0

@@ -1,0 +1,51 @@
+"""`foxhunt export`: an int8 model folder that `predict` and `evaluate` take as a run folder."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "export",
+        help="write an int8 CPU model of a trained run",
+        description="Write an int8 export of RUN_DIR: pass the export folder to "
+        "`foxhunt predict` / `foxhunt evaluate` in place of the run folder.",
+    )
+    p.add_argument("run_dir", type=Path, help="folder of a trained run")
+    mode = p.add_mutually_exclusive_group(required=True)
+    mode.add_argument(
+        "--int8",
+        dest="mode",
+        action="store_const",
+        const="qat",
+        help="convert a QAT run (foxhunt train --qat) with its frozen scales",
+    )
+    mode.add_argument(
+        "--dynamic",
+        dest="mode",
+        action="store_const",
+        const="dynamic",
+        help="post-training dynamic int8 of an FP32 run (for comparison)",
+    )
+    p.add_argument(
+        "--output", type=Path, default=None, help="export folder (default: RUN_DIR/int8[-dynamic])"
+    )
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from foxhunt.quant.export import export_run
+
+    default = "int8" if args.mode == "qat" else "int8-dynamic"
+    output = args.output or args.run_dir / default
+    spec = export_run(args.run_dir, output, mode=args.mode)
+    sizes = spec["bytes"]
+    print(
+        f"int8 export ({spec['mode']}) written to {output}: {sizes['int8']:,} bytes, "
+        f"{sizes['int8'] / sizes['fp32']:.1%} of the FP32 weights ({sizes['fp32']:,} bytes)"
+    )
+    print(f"use it as a run folder: foxhunt predict {output} --parquet-file FILE")
+    return 0

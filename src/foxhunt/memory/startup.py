@@ -1,0 +1,99 @@
+"""What checkpointing saves on this run's first training batch: measured, logged at startup."""
+
+from __future__ import annotations
+
+import gc
+import logging
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import Tensor
+
+from foxhunt.batch import TFTBatch
+from foxhunt.memory.bench import MiB, measure_saved
+from foxhunt.memory.checkpointing import apply_checkpointing, remove_checkpointing
+from foxhunt.memory.saved import SavedReport
+from foxhunt.model.config import SEGMENTS
+from foxhunt.model.loss import quantile_loss
+from foxhunt.training.inference import make_loader
+
+if TYPE_CHECKING:
+    from foxhunt.training.trainer import Trainer
+
+log = logging.getLogger("foxhunt.memory")
+
+
+def first_training_batch(trainer: Trainer) -> TFTBatch:
+    """The batch the next training step will see (also after a resume)."""
+    state = trainer.state
+    trainer.sampler.set_position(state.epoch, state.batch_in_epoch)  # fit() sets it again
+    batch: TFTBatch = next(iter(make_loader(trainer.train_set, trainer.sampler)))
+    return batch.to(trainer.device)
+
+
+def report_checkpointing(trainer: Trainer, segments: list[str]) -> dict[str, Any]:
+    """Bytes saved for backward by one forward of the first batch, checkpointed and plain.
+
+    Runs on ``trainer.model`` in training mode with the training autocast, inside a forked
+    RNG: training draws the same dropout masks as if nothing had been measured. The plain
+    forward may not fit on the device (that is why checkpointing is on): an out-of-memory
+    there is reported, not raised. Logs one line and returns a history record.
+    """
+    model, batch = trainer.model, first_training_batch(trainer)
+    assert batch.target is not None, "training batches carry targets"
+    target = batch.target
+
+    def loss_fn() -> Tensor:
+        with trainer.autocast():
+            out = model(batch)
+        return quantile_loss(out.quantiles.float(), target, trainer.quantiles)
+
+    was_training = model.training
+    devices = [trainer.device.index or 0] if trainer.device.type == "cuda" else []
+    model.train()
+    try:
+        with torch.random.fork_rng(devices=devices):
+            checkpointed = measure_saved(model, loss_fn)
+            remove_checkpointing(model)
+            plain = _try_measure(model, loss_fn, trainer.device)
+    finally:
+        apply_checkpointing(model, segments)
+        model.train(was_training)
+    record = {
+        "event": "checkpointing",
+        "segments": segments,
+        "batch_size": batch.batch_size,
+        "saved_bytes_checkpointed": checkpointed.total,
+        "kept_input_bytes": checkpointed.checkpoint_inputs,
+        "saved_bytes_plain": None if plain is None else plain.total,
+    }
+    which = "all segments" if segments == list(SEGMENTS) else ", ".join(segments)
+    if plain is None:
+        log.info(
+            "activation checkpointing of %s: %.1f MiB saved for backward on the first batch "
+            "(%.1f MiB of it inputs kept for recompute); the plain forward ran out of memory",
+            which,
+            checkpointed.total / MiB,
+            checkpointed.checkpoint_inputs / MiB,
+        )
+    else:
+        log.info(
+            "activation checkpointing of %s: %.1f MiB saved for backward on the first batch "
+            "instead of %.1f MiB plain (%.0f%% less; %.1f MiB of it inputs kept for recompute)",
+            which,
+            checkpointed.total / MiB,
+            plain.total / MiB,
+            100 * (1 - checkpointed.total / plain.total) if plain.total else 0.0,
+            checkpointed.checkpoint_inputs / MiB,
+        )
+    return record
+
+
+def _try_measure(model: Any, loss_fn: Any, device: torch.device) -> SavedReport | None:
+    try:
+        return measure_saved(model, loss_fn)
+    except torch.cuda.OutOfMemoryError:
+        gc.collect()
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+        return None

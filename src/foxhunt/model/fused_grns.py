@@ -1,0 +1,143 @@
+"""One fused op for n GRNs and their weighted sum: eqs. 2-4 and 7-8 for a whole VSN.
+
+Done with autograd, n = 220 GRNs over 64 steps x batch 32 materialize a dozen
+[n, rows, d_model] tensors (29M floats each) and stream them through memory forward and
+back. This op instead walks blocks of (variables, rows) small enough to stay in cache,
+saves only its inputs, and recomputes a block's activations in backward; the matmuls are
+batched over the variables of a block (bmm). Forward and backward are written out by hand;
+tests compare them with autograd on the plain per-variable GRNs (reference.py).
+
+Shapes: n variables, R rows, k input features (the last the constant 1), g GRN hidden,
+d output; weights are "augmented" (see variable_grns.py): their last input row is the bias.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+#: Cells (variable, row) per block are chosen so that the block's widest activation,
+#: [variables, rows, 2 * d] floats, stays near this many elements (2 MiB in fp32: L2 sized).
+BLOCK_ELEMENTS = 1 << 19
+EPS = 1e-5  # LayerNorm epsilon, as nn.LayerNorm
+
+
+def fused_weighted_grns(
+    z: Tensor,  # [n, R, k]
+    weights: Tensor,  # [R, n] selection weights
+    mask: Tensor | None,  # [n, R, g] bool: dropout keep mask on eta_1 (rescaling folded in glu)
+    cells: int,  # block size in (variable, row) cells
+    in_w: Tensor,  # [n, k, g + 1 + d]: z -> [fc1 pre-activation | 1 | skip]
+    fc2: Tensor,  # [n, g + 1, g + 1]: [eta_2, 1] -> [eta_1, 1]
+    glu: Tensor,  # [n, g + 1, 2d]: [eta_1, 1] -> GLU input (values | gates)
+    norm_w: Tensor,  # [n, d] LayerNorm weights
+    norm_b: Tensor,  # [n, d] LayerNorm biases
+) -> Tensor:
+    """out[r] = sum_j weights[r, j] * GRN_j(z[j, r]) -> [R, d]."""
+    out = _FusedWeightedGRNs.apply(z, weights, mask, cells, in_w, fc2, glu, norm_w, norm_b)
+    assert isinstance(out, Tensor)
+    return out
+
+
+def _blocks(n: int, rows: int, cells: int) -> Iterator[tuple[range, slice]]:
+    """(variables, rows) blocks covering [n, rows] with about ``cells`` cells each."""
+    nv = max(1, min(n, cells // rows))
+    nr = min(rows, max(1, cells // nv))
+    for v in range(0, n, nv):
+        for r in range(0, rows, nr):
+            yield range(v, min(v + nv, n)), slice(r, r + nr)
+
+
+def _gated(
+    z: Tensor, mask: Tensor | None, in_w: Tensor, fc2: Tensor, glu: Tensor
+) -> tuple[Tensor, ...]:
+    """Eqs. 2-4 up to the LayerNorm for one block: [v, r, k] -> y [v, r, d] and what backward needs."""
+    g = fc2.shape[-1] - 1
+    a2 = F.elu(torch.bmm(z, in_w[..., : g + 1]))  # [eta_2, 1] [v, r, g + 1]
+    e1 = torch.bmm(a2, fc2)  # [eta_1, 1] [v, r, g + 1]
+    if mask is not None:
+        e1[..., :g].mul_(mask)  # dropout
+    gl = torch.bmm(e1, glu)  # [v, r, 2d]
+    y = F.glu(gl, dim=-1).baddbmm_(z, in_w[..., g + 1 :])  # GLU + skip [v, r, d]
+    return a2, e1, gl, y
+
+
+class _FusedWeightedGRNs(torch.autograd.Function):
+    @staticmethod
+    def forward(
+        ctx: Any,
+        z: Tensor,
+        weights: Tensor,
+        mask: Tensor | None,
+        cells: int,
+        *params: Tensor,
+    ) -> Tensor:
+        ctx.save_for_backward(z, weights, mask, *params)
+        ctx.cells = cells
+        in_w, fc2, glu, norm_w, norm_b = params
+        d = norm_w.shape[-1]
+        weights_t = weights.t().contiguous()  # [n, R]
+        out = weights @ norm_b  # [R, d]: the LayerNorm biases, sum_j w_j b_j
+        for vs, rs in _blocks(z.shape[0], z.shape[1], cells):
+            block = slice(vs.start, vs.stop)
+            mask_b = None if mask is None else mask[block, rs]
+            y = _gated(z[block, rs], mask_b, in_w[block], fc2[block], glu[block])[-1]
+            for i, j in enumerate(vs):  # eq. 8: LayerNorm (weight only), weighted sum
+                normed = F.layer_norm(y[i], (d,), norm_w[j], None, EPS)  # [r, d]
+                out[rs].addcmul_(normed, weights_t[j, rs].unsqueeze(-1))
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, grad_out: Tensor) -> tuple[Tensor | None, ...]:
+        saved = ctx.saved_tensors  # read once: checkpointing allows a single unpack
+        with torch.autocast(grad_out.device.type, enabled=False):
+            grad_out = grad_out.to(saved[0].dtype).contiguous()
+            grads = _backward(saved, ctx.cells, ctx.needs_input_grad[0], grad_out)
+        return (grads[0], grads[1], None, None, *grads[2:])
+
+
+def _backward(
+    saved: tuple[Tensor, ...], cells: int, need_z: bool, grad_out: Tensor
+) -> tuple[Tensor | None, ...]:
+    z, weights, mask, in_w, fc2, glu, norm_w, norm_b = saved
+    g, d = fc2.shape[-1] - 1, norm_w.shape[-1]
+    weights_t = weights.t().contiguous()  # [n, R]
+    d_in_w, d_fc2, d_glu = torch.zeros_like(in_w), torch.zeros_like(fc2), torch.zeros_like(glu)
+    d_norm_w = torch.zeros_like(norm_w)
+    d_norm_b = weights_t @ grad_out  # [n, d]
+    d_weights_t = norm_b @ grad_out.t()  # [n, R]
+    d_z = torch.zeros_like(z) if need_z else None
+    for vs, rs in _blocks(z.shape[0], z.shape[1], cells):
+        block = slice(vs.start, vs.stop)
+        zb, mask_b = z[block, rs], None if mask is None else mask[block, rs]
+        a2, e1, gl, y = _gated(zb, mask_b, in_w[block], fc2[block], glu[block])
+        grad_b = grad_out[rs]  # [r, d]
+        d_y = torch.empty_like(y)
+        for i, j in enumerate(vs):  # LayerNorm and weighted sum, per variable
+            normed, mean, rstd = torch.native_layer_norm(y[i], (d,), norm_w[j], None, EPS)
+            d_weights_t[j, rs] += torch.linalg.vecdot(grad_b, normed)
+            d_normed = grad_b * weights_t[j, rs].unsqueeze(-1)  # [r, d]
+            d_y[i], d_gamma, _ = torch.ops.aten.native_layer_norm_backward(
+                d_normed, y[i], (d,), mean, rstd, norm_w[j], None, [True, True, False]
+            )
+            d_norm_w[j] += d_gamma
+        # GLU (its input gl = [eta_1, 1] @ glu), dropout, eta_1 = [eta_2, 1] @ fc2
+        d_gl = torch.ops.aten.glu_backward(d_y, gl, -1)  # [v, r, 2d]
+        d_glu[block].baddbmm_(e1.transpose(1, 2), d_gl)
+        d_e1 = torch.bmm(d_gl, glu[block, :g].transpose(1, 2))  # [v, r, g]
+        if mask_b is not None:
+            d_e1.mul_(mask_b)
+        d_fc2[block, :, :g].baddbmm_(a2.transpose(1, 2), d_e1)
+        d_a2 = torch.bmm(d_e1, fc2[block, :g, :g].transpose(1, 2))  # [v, r, g]
+        d_pre = torch.ops.aten.elu_backward(d_a2, 1.0, 1.0, 1.0, True, a2[..., :g])
+        # the input map: fc1 pre-activation and skip
+        d_in_w[block, :, :g].baddbmm_(zb.transpose(1, 2), d_pre)
+        d_in_w[block, :, g + 1 :].baddbmm_(zb.transpose(1, 2), d_y)
+        if d_z is not None:
+            d_z[block, rs] = torch.bmm(d_pre, in_w[block, :, :g].transpose(1, 2))
+            d_z[block, rs].baddbmm_(d_y, in_w[block, :, g + 1 :].transpose(1, 2))
+    return d_z, d_weights_t.t(), d_in_w, d_fc2, d_glu, d_norm_w, d_norm_b

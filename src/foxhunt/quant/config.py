@@ -1,0 +1,55 @@
+"""Quantization-aware training settings: what a QAT run does beyond an FP32 one."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from foxhunt.errors import ConfigError
+
+#: torch.backends.quantized engines an int8 export may target.
+BACKENDS = ("x86", "fbgemm", "onednn", "qnnpack")
+#: How the LSTM layers are quantized (see ``QATConfig.lstm``).
+LSTM_MODES = ("int8-weights", "dynamic", "fp32")
+
+
+@dataclass(frozen=True, kw_only=True)
+class QATConfig:
+    """How ``prepare_qat`` fake-quantizes a TFT (see docs/QAT_GUIDE.md)."""
+
+    freeze_after: int = 200
+    """Training steps (train-mode forward passes) during which the observers track weight and
+    activation ranges; after them every scale and zero point is frozen and only the weights
+    keep learning under fixed quantization grids (>= 1)."""
+    backend: str = "x86"
+    """torch.backends.quantized engine the int8 model targets; picks torch's default QAT
+    qconfig for it (x86/fbgemm: 7-bit activations, ``reduce_range``, safe without VNNI)."""
+    lstm: str = "int8-weights"
+    """LSTM layers: "int8-weights" fake-quantizes their weights (per gate unit) and stores
+    them int8, computed by the FP32 LSTM kernel (exactly what QAT simulated; faster than
+    torch's int8 LSTM here, see docs/QAT_GUIDE.md); "dynamic" converts them to torch's
+    dynamic int8 LSTM (int8 GEMMs, per-step activation scales that QAT does not simulate);
+    "fp32" leaves them alone."""
+
+    def __post_init__(self) -> None:
+        n = self.freeze_after
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ConfigError(
+                f"QATConfig.freeze_after={n!r}: must be an int >= 1 (training steps of observer "
+                "warm-up), e.g. a few hundred"
+            )
+        if self.backend not in BACKENDS:
+            raise ConfigError(f"QATConfig.backend={self.backend!r}: use one of {BACKENDS}")
+        if self.lstm not in LSTM_MODES:
+            raise ConfigError(f"QATConfig.lstm={self.lstm!r}: use one of {LSTM_MODES}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> QATConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"QATConfig: unknown keys {unknown}; valid keys are {sorted(known)}")
+        return cls(**data)

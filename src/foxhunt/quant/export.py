@@ -1,0 +1,163 @@
+"""Int8 exports of a run folder, and the QAT marker of a run folder.
+
+A QAT run folder is an ordinary run folder plus ``qat.json`` (its :class:`QATConfig`); its
+``model.safetensors`` holds the fake-quant model's state (weights, frozen scales), which
+``load_run`` loads into a freshly prepared model. ``export_run`` turns a run into an int8
+folder that ``foxhunt predict`` / ``foxhunt evaluate`` take in place of the run folder:
+
+    EXPORT_DIR/
+      config.json              the run's config (data, model, training)
+      preprocessor.json        the run's fitted preprocessing
+      baseline.json            the run's historical baseline (for evaluate)
+      quantization.json        mode ("qat" | "dynamic"), QAT config, engine, what is int8
+      model_int8.safetensors   int8 weights + float32 scales, float biases/norms (no pickle)
+
+Loading rebuilds the model from ``config.json``, applies the same transform
+(``int8_structure``) and loads the tensors into it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save as save_safetensors
+
+from foxhunt.data import Preprocessor
+from foxhunt.errors import ConfigError, FoxhuntError
+from foxhunt.model.tft import TemporalFusionTransformer
+from foxhunt.quant.config import LSTM_MODES, QATConfig
+from foxhunt.quant.serialize import int8_tensors, layout_digest, load_int8_tensors, pack, unpack
+from foxhunt.quant.transform import MODES, convert, int8_structure, plan, quantize_dynamic
+from foxhunt.run import (
+    BASELINE_FILE,
+    CONFIG_FILE,
+    PREPROCESSOR_FILE,
+    LoadedRun,
+    RunConfig,
+    load_run,
+    read_json,
+    versions,
+    weights_bytes,
+)
+from foxhunt.storage import atomic_write_bytes, atomic_write_json
+
+QAT_FILE = "qat.json"
+EXPORT_FILE = "quantization.json"
+INT8_WEIGHTS_FILE = "model_int8.safetensors"
+FORMAT = 1
+
+
+def save_qat_config(run_dir: Path, config: QATConfig | None) -> None:
+    """Mark ``run_dir`` as a QAT run (None: as an FP32 run, removing a stale marker)."""
+    if config is None:
+        (Path(run_dir) / QAT_FILE).unlink(missing_ok=True)
+    else:
+        atomic_write_json(Path(run_dir) / QAT_FILE, config.to_dict())
+
+
+def read_qat_config(run_dir: Path) -> QATConfig | None:
+    """The QAT config of a run folder, None for an FP32 run."""
+    path = Path(run_dir) / QAT_FILE
+    return QATConfig.from_dict(read_json(path)) if path.is_file() else None
+
+
+def run_qat_config(run_dir: Path, requested: QATConfig | None, *, resume: bool) -> QATConfig | None:
+    """The QAT config a training job uses: the requested one, or on ``--resume`` the one the
+    run was started with (a different requested one is refused)."""
+    if not resume:
+        return requested
+    saved = read_qat_config(run_dir)
+    if requested is not None and requested != saved:
+        raise ConfigError(
+            f"--resume {run_dir}: the run was started with QAT {saved}, not {requested}; "
+            "resume without --qat flags to continue it as it was started"
+        )
+    return saved
+
+
+def is_export(folder: Path) -> bool:
+    return (Path(folder) / EXPORT_FILE).is_file()
+
+
+def export_run(run_dir: Path, output: Path, *, mode: str) -> dict[str, Any]:
+    """Write the int8 export of ``run_dir`` to ``output``; returns its quantization.json.
+
+    mode "qat": convert a QAT run (``foxhunt train --qat``) with its frozen scales;
+    mode "dynamic": post-training dynamic quantization of an FP32 run.
+    """
+    run_dir, output = Path(run_dir), Path(output)
+    if mode not in MODES:
+        raise FoxhuntError(f"export mode {mode!r}: use one of {MODES}")
+    if is_export(run_dir):
+        raise FoxhuntError(f"{run_dir} is already an int8 export; pass the run folder")
+    qat = read_qat_config(run_dir)
+    if mode == "qat" and qat is None:
+        raise FoxhuntError(
+            f"{run_dir} was trained without --qat: export it with --dynamic (post-training "
+            "quantization) or train it again with --qat"
+        )
+    if mode == "dynamic" and qat is not None:
+        raise FoxhuntError(f"{run_dir} is a QAT run: export it with --int8")
+    if output.resolve() == run_dir.resolve():
+        raise FoxhuntError("--output must differ from the run folder")
+    loaded = load_run(run_dir)
+    float_model = TemporalFusionTransformer(loaded.config.model)  # what an FP32 run would save
+    lstm = qat.lstm if qat else LSTM_MODES[0]
+    layers = plan(float_model, lstm=lstm)
+    model = convert(loaded.model) if mode == "qat" else quantize_dynamic(loaded.model, lstm=lstm)
+    output.mkdir(parents=True, exist_ok=True)
+    tensors = int8_tensors(model)
+    metadata = {"format": f"foxhunt-int8/{FORMAT}", "layout": layout_digest(tensors)}
+    blob = save_safetensors(pack(tensors), metadata=metadata)
+    atomic_write_bytes(output / INT8_WEIGHTS_FILE, blob)
+    for name in (CONFIG_FILE, PREPROCESSOR_FILE, BASELINE_FILE):
+        if (run_dir / name).is_file():
+            atomic_write_bytes(output / name, (run_dir / name).read_bytes())
+    spec = {
+        "format": FORMAT,
+        "mode": mode,
+        "qat": qat.to_dict() if qat else None,
+        "lstm": lstm,
+        "engine": torch.backends.quantized.engine,
+        "source": str(run_dir),
+        "bytes": {
+            "fp32": len(weights_bytes(float_model)),
+            "int8": (output / INT8_WEIGHTS_FILE).stat().st_size,
+        },
+        "layers": layers.to_dict(),
+        "versions": versions(),
+    }
+    atomic_write_json(output / EXPORT_FILE, spec)
+    return spec
+
+
+def load_export(folder: Path, *, device: str | torch.device = "cpu") -> LoadedRun:
+    """Rebuild the int8 model of an export folder (CPU only: torch's int8 kernels are)."""
+    folder = Path(folder)
+    if torch.device(device).type != "cpu":
+        raise FoxhuntError(f"{folder} is an int8 export: it runs on the CPU only")
+    spec = read_json(folder / EXPORT_FILE)
+    if spec.get("format") != FORMAT or spec.get("mode") not in MODES:
+        raise FoxhuntError(f"{folder / EXPORT_FILE}: unknown export format; re-export the run")
+    saved = read_json(folder / CONFIG_FILE)
+    saved.pop("versions", None)
+    config = RunConfig.from_dict(saved)
+    model = TemporalFusionTransformer(config.model)
+    int8_structure(model, mode=spec["mode"], lstm=spec["lstm"])
+    path = folder / INT8_WEIGHTS_FILE
+    if not path.is_file():
+        raise FoxhuntError(f"{path} not found: the export did not finish")
+    try:
+        with safe_open(path, framework="pt") as f:
+            metadata, blobs = f.metadata() or {}, {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118
+        like = int8_tensors(model)
+        if metadata.get("layout") != layout_digest(like):
+            raise ValueError("its layout differs from the model that config.json builds")
+        load_int8_tensors(model, unpack(blobs, like))
+    except (SafetensorError, KeyError, ValueError, RuntimeError) as exc:
+        raise FoxhuntError(f"{path} is damaged or does not match {CONFIG_FILE} ({exc})") from exc
+    preprocessor = Preprocessor.load(folder / PREPROCESSOR_FILE)
+    return LoadedRun(config=config, model=model.eval(), preprocessor=preprocessor)

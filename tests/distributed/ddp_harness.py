@@ -1,0 +1,205 @@
+"""Launch a function on N CPU processes (gloo) the way torchrun would, with a hard deadline.
+
+Each worker gets RANK / LOCAL_RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT in its
+environment, one intra-op thread, and its stdout + stderr in `out_dir/rank{r}.log`. Unlike
+`torch.multiprocessing.spawn`, a worker that dies does not take the others down: the tests
+need to see what the survivors do. Whatever is still running at the deadline is killed and
+reported as hung, so a test never hangs.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import socket
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from foxhunt.data import DataConfig, PreparedData, prepare_data
+from foxhunt.model.config import TFTConfig
+from foxhunt.model.tft import TemporalFusionTransformer
+from foxhunt.training.config import TrainingConfig
+from foxhunt.training.job import fit_model_config
+from foxhunt.training.trainer import Trainer
+
+TINY_DATA = DataConfig(synthetic_days=8, lookback=16, horizon=4)
+TINY_CLI = [
+    "--synthetic-days", "8", "--lookback", "16", "--horizon", "4", "--hidden-size", "8",
+    "--variable-hidden-size", "4", "--attention-heads", "2", "--batch-size", "32",
+    "--max-steps-per-epoch", "4", "--patience", "0", "--seed", "3", "--device", "cpu",
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Outcome:
+    exitcodes: list[int | None]  # None: still running at the deadline, then killed
+    seconds: list[float]  # when each rank exited, from the launch
+    logs: list[str]
+
+    @property
+    def hung(self) -> list[int]:
+        return [rank for rank, code in enumerate(self.exitcodes) if code is None]
+
+    def report(self) -> str:
+        return "\n".join(
+            f"--- rank {r}: exit {c} after {s:.1f}s\n{log}"
+            for r, (c, s, log) in enumerate(
+                zip(self.exitcodes, self.seconds, self.logs, strict=True)
+            )
+        )
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _entry(
+    target: Callable[..., int | None],
+    rank: int,
+    world_size: int,
+    port: int,
+    out_dir: Path,
+    kwargs: dict[str, Any],
+) -> None:
+    os.environ.update(
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+        RANK=str(rank),
+        LOCAL_RANK=str(rank),
+        WORLD_SIZE=str(world_size),
+        OMP_NUM_THREADS="1",
+    )
+    log = open(out_dir / f"rank{rank}.log", "w", buffering=1)  # noqa: SIM115 (lives until exit)
+    os.dup2(log.fileno(), 1)
+    os.dup2(log.fileno(), 2)
+    sys.stdout = sys.stderr = log
+    torch.set_num_threads(1)
+    sys.exit(target(rank=rank, out_dir=out_dir, **kwargs) or 0)
+
+
+def launch(
+    target: Callable[..., int | None],
+    out_dir: Path,
+    *,
+    world_size: int = 2,
+    timeout_s: float = 60.0,
+    primary: int | None = None,
+    **kwargs: Any,
+) -> Outcome:
+    """Run `target(rank=, out_dir=, **kwargs)` on `world_size` processes.
+
+    With `primary`, once that rank has exited the others get 2 s and are then killed (as
+    torchrun tears the group down): a test of a hung rank waits for the survivor only.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ctx = mp.get_context("spawn")
+    port = free_port()
+    procs = [
+        ctx.Process(
+            target=_entry, args=(target, rank, world_size, port, out_dir, kwargs), daemon=True
+        )
+        for rank in range(world_size)
+    ]
+    start = time.monotonic()
+    for p in procs:
+        p.start()
+    exited: dict[int, float] = {}
+    deadline = start + timeout_s
+    while time.monotonic() < deadline and len(exited) < world_size:
+        for rank, p in enumerate(procs):
+            if rank not in exited and not p.is_alive():
+                exited[rank] = time.monotonic() - start
+        if primary is not None and primary in exited:
+            deadline = min(deadline, start + exited[primary] + 2.0)
+        time.sleep(0.05)
+    for p in procs:
+        if p.is_alive():
+            p.kill()
+        p.join()
+    now = time.monotonic() - start
+    codes = [p.exitcode if rank in exited else None for rank, p in enumerate(procs)]
+    logs = [(out_dir / f"rank{r}.log").read_text() for r in range(world_size)]
+    return Outcome(codes, [exited.get(r, now) for r in range(world_size)], logs)
+
+
+# --- a tiny model and trainer, the same in the parent and the workers ----------------------
+def tiny_data() -> PreparedData:
+    return prepare_data(TINY_DATA)
+
+
+def tiny_model_config(data: PreparedData, dropout: float) -> TFTConfig:
+    base = TFTConfig(
+        num_static=0, num_past=1, num_future=0, lookback=16, horizon=4, hidden_size=8,
+        variable_hidden_size=4, attention_heads=2, dropout=dropout,
+    )  # fmt: skip
+    return fit_model_config(base, data)
+
+
+TINY_TRAINING = TrainingConfig(
+    epochs=2, batch_size=32, max_steps_per_epoch=3, patience=0, device="cpu", seed=5
+)
+
+
+def tiny_trainer(
+    data: PreparedData,
+    *,
+    dropout: float = 0.0,
+    rank: int = 0,
+    world_size: int = 1,
+    checkpointing: str = "none",
+    training: TrainingConfig = TINY_TRAINING,
+) -> Trainer:
+    model_config = tiny_model_config(data, dropout)
+    torch.manual_seed(training.seed)
+    model = TemporalFusionTransformer(model_config)
+    if checkpointing != "none":
+        from foxhunt.memory.checkpointing import apply_checkpointing
+
+        apply_checkpointing(model, checkpointing)
+    return Trainer(
+        model,
+        training,
+        train_set=data.train,
+        val_set=data.validation,
+        quantiles=model_config.quantiles,
+        rank=rank,
+        world_size=world_size,
+    )
+
+
+class FirstStepGrads:
+    """A trainer callback keeping the (all-reduced, clipped) gradients of the first step."""
+
+    def __init__(self) -> None:
+        self.grads: dict[str, torch.Tensor] = {}
+
+    def on_step_end(self, trainer: Trainer, loss: float) -> None:
+        if not self.grads:
+            params = trainer.model.named_parameters()
+            self.grads = {n: p.grad.clone() for n, p in params if p.grad is not None}
+
+
+def with_epochs(training: TrainingConfig, epochs: int) -> TrainingConfig:
+    return replace(training, epochs=epochs)
+
+
+def weights(trainer: Trainer) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
+
+
+def max_difference(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
+    assert a.keys() == b.keys()
+    return max((float((a[k] - b[k]).abs().max()) for k in a if a[k].numel()), default=0.0)
+
+
+def cli_args(*extra: str) -> list[str]:
+    """`foxhunt train` on the tiny config (dropout 0.1), without the HTML report."""
+    return ["train", *TINY_CLI, "--no-report", *extra]

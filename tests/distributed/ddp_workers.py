@@ -1,0 +1,110 @@
+"""What each rank runs in the distributed tests (importable by spawned processes)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from ddp_harness import FirstStepGrads, tiny_data, tiny_trainer, weights
+
+from foxhunt.batch import TFTBatch
+from foxhunt.training.distributed import init_distributed, shutdown_distributed
+from foxhunt.training.trainer import Trainer
+
+
+def fit_worker(
+    *,
+    rank: int,
+    out_dir: Path,
+    dropout: float = 0.0,
+    checkpointing: str = "none",
+    nan_on_rank: int | None = None,
+) -> None:
+    """Train the tiny model under DDP; save what the parent compares to `rank{r}.pt`."""
+    ctx = init_distributed("cpu", timeout_s=30)
+    trainer = tiny_trainer(
+        tiny_data(),
+        dropout=dropout,
+        rank=ctx.rank,
+        world_size=ctx.world_size,
+        checkpointing=checkpointing,
+    )
+    if rank == nan_on_rank:
+        poison_second_step(trainer)
+    first = FirstStepGrads()
+    trainer.callbacks = [first]
+    trainer.fit()
+    missing = [n for n, p in trainer.model.named_parameters() if p.grad is None]
+    torch.save(
+        {
+            "weights": weights(trainer),
+            "first_grads": first.grads,
+            "history": trainer.state.history,
+            "skipped": trainer.state.skipped_steps,
+            "steps": trainer.state.global_step,
+            "params_without_grad": missing,
+            "ddp": type(trainer.train_model).__name__,
+        },
+        out_dir / f"rank{rank}.pt",
+    )
+    shutdown_distributed()
+
+
+def poison_second_step(trainer: Trainer) -> None:
+    real = trainer.compute_loss
+    calls = {"n": 0}
+
+    def poisoned(batch: TFTBatch) -> torch.Tensor:
+        calls["n"] += 1
+        loss = real(batch)
+        return loss * float("nan") if calls["n"] == 2 else loss
+
+    trainer.compute_loss = poisoned
+
+
+def cli_worker(
+    *,
+    rank: int,
+    out_dir: Path,
+    argv: Sequence[str] = (),
+    runs: Sequence[Sequence[str]] = (),
+    ports: Sequence[int] = (),
+    fail_rank: int = 1,
+    die_at_step: int | None = None,
+    hang_at_step: int | None = None,
+) -> int:
+    """`foxhunt train` on this rank as torchrun would run it: `argv`, or each of `runs` in turn
+    (a process group per run on its own port from `ports`: a rank that finishes early must not
+    meet the previous run's store); `fail_rank` may die or hang."""
+    if rank == fail_rank and (die_at_step or hang_at_step):
+        sabotage(die_at_step, hang_at_step)
+    from foxhunt.cli import main
+
+    for i, args in enumerate(runs or [argv]):
+        if ports:
+            os.environ["MASTER_PORT"] = str(ports[i])
+        code = main(list(args))
+        if code:
+            return code
+    return 0
+
+
+def sabotage(die_at_step: int | None, hang_at_step: int | None) -> None:
+    real = Trainer.train_step
+    calls = {"n": 0}
+
+    def train_step(self: Trainer, batch: Any) -> float:
+        calls["n"] += 1
+        if calls["n"] == die_at_step:
+            print(f"rank {self.rank}: dying at step {calls['n']}", flush=True)
+            os._exit(3)
+        if calls["n"] == hang_at_step:
+            print(f"rank {self.rank}: hanging at step {calls['n']}", flush=True)
+            time.sleep(3600)
+        return real(self, batch)
+
+    Trainer.train_step = train_step

@@ -1,0 +1,71 @@
+"""`foxhunt train` with checkpointing: applied, measured at startup, and training unchanged."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from foxhunt.data import DataConfig
+from foxhunt.model.config import TFTConfig
+from foxhunt.run import HISTORY_FILE, RunConfig
+from foxhunt.training.config import TrainingConfig
+from foxhunt.training.job import train
+
+
+def run_config(checkpointing: str | tuple[str, ...]) -> RunConfig:
+    model = TFTConfig(
+        num_static=0,
+        num_past=1,
+        num_future=0,
+        lookback=16,
+        horizon=4,
+        hidden_size=16,
+        variable_hidden_size=4,
+        attention_heads=2,
+        dropout=0.2,
+        checkpointing=checkpointing,
+    )
+    training = TrainingConfig(
+        epochs=1, batch_size=32, max_steps_per_epoch=4, patience=0, device="cpu", seed=3
+    )
+    data = DataConfig(synthetic_days=8, lookback=16, horizon=4)
+    return RunConfig(data=data, model=model, training=training)
+
+
+def history(folder: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (folder / HISTORY_FILE).read_text().splitlines()]
+
+
+def test_checkpointed_job_logs_measured_savings_and_trains_identically(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="foxhunt"):
+        checkpointed = train(run_config(("past_vsn", "fusion_decoder")), tmp_path / "ckpt")
+    plain = train(run_config("none"), tmp_path / "plain")
+    events = history(tmp_path / "ckpt")
+    (record,) = [e for e in events if e["event"] == "checkpointing"]
+    assert record["segments"] == ["past_vsn", "fusion_decoder"]
+    assert 0 < record["kept_input_bytes"] < record["saved_bytes_checkpointed"]
+    assert record["saved_bytes_checkpointed"] < record["saved_bytes_plain"]
+    assert "activation checkpointing of past_vsn, fusion_decoder" in caplog.text
+    assert not [e for e in history(tmp_path / "plain") if e["event"] == "checkpointing"]
+    # measuring at startup draws no random numbers training would have drawn
+    assert checkpointed.metrics["test"] == plain.metrics["test"]
+    assert losses(events) == losses(history(tmp_path / "plain"))
+
+
+def losses(events: list[dict[str, Any]]) -> list[tuple[float, float]]:
+    return [(e["train_loss"], e["val_loss"]) for e in events if e["event"] == "epoch"]
+
+
+def test_saved_run_config_keeps_the_policy(tmp_path: Path) -> None:
+    cfg = run_config("full")
+    cfg = replace(cfg, training=replace(cfg.training, max_steps_per_epoch=1))
+    train(cfg, tmp_path)
+    saved = json.loads((tmp_path / "config.json").read_text())
+    assert saved["model"]["checkpointing"] == "full"

@@ -1,0 +1,118 @@
+"""The saved-bytes meter counts exactly, and counts what checkpointing keeps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+from torch.utils.checkpoint import checkpoint
+
+from foxhunt import TemporalFusionTransformer, TFTConfig
+from foxhunt.memory.bench import measure_saved, random_batch, step_loss
+from foxhunt.memory.checkpointing import apply_checkpointing
+from foxhunt.memory.saved import INPUTS, TOP_LEVEL, SavedTensorMeter
+
+F32 = 4
+
+
+def test_linear_relu_chain_counted_by_hand() -> None:
+    """x -> Linear(32, 64) -> ReLU -> Linear(64, 16) -> ReLU -> sum, x without grad.
+
+    addmm saves its input x (for the weight gradient), ReLU its output, which the second
+    addmm saves again (one storage, counted once), the last ReLU its output; sum saves
+    nothing. The second addmm also saves W2^T, a view of a parameter: excluded.
+    """
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 16), nn.ReLU())
+    x = torch.randn(10, 32)
+    with SavedTensorMeter(model) as meter:
+        loss = model(x).sum()
+    report = meter.report()
+    assert report.total == 10 * (32 + 64 + 16) * F32
+    assert report.by_owner == {"0": 10 * 32 * F32, "1": 10 * 64 * F32, "3": 10 * 16 * F32}
+    with SavedTensorMeter() as meter:  # no model: the parameter is not known, so it counts
+        loss = model(x).sum()
+    assert meter.report().total == 10 * (32 + 64 + 16) * F32 + 16 * 64 * F32
+    loss.backward()  # the hooks are transparent: backward works as usual
+    assert model[0].weight.grad is not None
+
+
+def test_views_count_once_and_dead_storages_not_at_all() -> None:
+    a = torch.randn(100, requires_grad=True)
+    with SavedTensorMeter() as meter:
+        b = a.exp()  # saves its output b
+        c = (b[:50] * b[50:]).sum()  # saves two views of b: the same storage
+        (a * 2).exp().sum()  # a dropped branch: exp saves its output, which dies with it
+    assert meter.report().by_owner == {TOP_LEVEL: 100 * F32}
+    del c
+
+
+def test_torch_keeps_nested_checkpoint_inputs_out_of_sight_of_hooks() -> None:
+    """What non-reentrant checkpoint keeps: a top-level tensor argument goes through the
+    saved-tensor hooks, a tensor inside a tuple is held by reference and does not. Hence
+    apply_checkpointing passes every tensor as a top-level argument."""
+    a = torch.randn(1000, requires_grad=True)
+    nested = (torch.randn(3000, requires_grad=True),)
+    with SavedTensorMeter() as meter:
+        out = checkpoint(lambda x, t: (x.sin() * t[0][:1000]).sum(), a, nested, use_reentrant=False)
+    assert meter.report().total == 1000 * F32  # ``nested`` is kept too, yet unseen
+    del out
+
+
+def small_model(**overrides: Any) -> tuple[TemporalFusionTransformer, Any]:
+    kwargs: dict[str, Any] = {
+        "num_static": 3,
+        "num_past": 6,
+        "num_future": 2,
+        "hidden_size": 16,
+        "variable_hidden_size": 4,
+        "lookback": 7,
+        "horizon": 3,
+        "lstm_layers": 2,
+    }
+    cfg = TFTConfig(**{**kwargs, **overrides})
+    torch.manual_seed(0)
+    model = TemporalFusionTransformer(cfg).train()
+    batch = random_batch(cfg, 5)
+    return model, lambda: step_loss(model, batch, cfg.quantiles)
+
+
+def test_checkpointed_segment_is_charged_for_its_kept_inputs() -> None:
+    """The LSTM encoder is called with (past, (h0, c0)): all three tensors (two of them in a
+    tuple) and the stashed RNG state are what checkpointing keeps, and the meter counts them."""
+    model, loss_fn = small_model()
+    seen: list[Tensor] = []
+    model.lstm_encoder.register_forward_pre_hook(
+        lambda m, args: seen.extend([args[0], *args[1]]) if not seen else None
+    )
+    apply_checkpointing(model, ("lstm_encoder",))
+    report = measure_saved(model, loss_fn)
+    kept = sum(t.untyped_storage().nbytes() for t in seen) + torch.get_rng_state().nbytes
+    assert len(seen) == 3
+    assert report.by_owner["lstm_encoder" + INPUTS] == kept
+    assert report.checkpoint_inputs == kept
+    assert "lstm_encoder" not in report.by_owner, "nothing inside the segment stays saved"
+
+
+def test_checkpointing_saves_bytes_and_the_meter_attributes_them() -> None:
+    model, loss_fn = small_model()
+    plain = measure_saved(model, loss_fn)
+    assert set(plain.by_owner) >= {"past_vsn", "lstm_encoder", "fusion_decoder"}
+    assert plain.checkpoint_inputs == 0
+    apply_checkpointing(model, "full")
+    full = measure_saved(model, loss_fn)
+    assert 0 < full.checkpoint_inputs < full.total < plain.total
+    inside = [o for o in full.by_owner if o in plain.by_owner and o.endswith("_vsn")]
+    assert inside == [], "checkpointed segments keep only their inputs"
+
+
+def test_nested_meters_each_count_what_was_saved_inside_them() -> None:
+    a = torch.randn(100, requires_grad=True)
+    with SavedTensorMeter() as outer:
+        b = a.exp()  # saves b
+        with SavedTensorMeter() as inner:
+            c = (a * 3).sin()  # saves a * 3
+    assert inner.report().total == 100 * F32
+    assert outer.report().total == 200 * F32
+    del b, c

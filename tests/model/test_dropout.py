@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+import pytest
+import torch
+
+from foxhunt.model.dropout import FastDropout
+
+
+@pytest.mark.parametrize("p", [0.1, 0.25, 0.5])
+def test_keep_rate_and_mean_match_nn_dropout(p: float) -> None:
+    torch.manual_seed(0)
+    drop = FastDropout(p).train()
+    out = drop(torch.ones(200_000))
+    kept = (out != 0).float().mean().item()
+    assert abs(kept - (1 - p)) < 5e-3
+    assert abs(out.mean().item() - 1.0) < 1e-2
+    assert torch.allclose(out[out != 0], torch.tensor(1 / drop.keep_probability))
+
+
+def test_keep_mask_is_bool_and_uses_the_global_rng() -> None:
+    drop = FastDropout(0.3)
+    torch.manual_seed(1)
+    first = drop.keep_mask((7, 5, 3), torch.device("cpu"))
+    torch.manual_seed(1)
+    again = drop.keep_mask((7, 5, 3), torch.device("cpu"))
+    assert first.dtype == torch.bool and first.shape == (7, 5, 3)
+    assert torch.equal(first, again)
+
+
+def test_eval_and_zero_p_are_identity() -> None:
+    x = torch.randn(4, 5)
+    assert torch.equal(FastDropout(0.5).eval()(x), x)
+    assert torch.equal(FastDropout(0.0).train()(x), x)
+
+
+def test_is_an_nn_dropout() -> None:
+    assert isinstance(FastDropout(0.1), torch.nn.Dropout)

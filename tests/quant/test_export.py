@@ -1,0 +1,133 @@
+"""`foxhunt train --qat`, `foxhunt export`, and predict/evaluate on the export folder."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from foxhunt.cli import main
+from foxhunt.data import generate_bars
+from foxhunt.errors import FoxhuntError
+from foxhunt.quant import convert, quantize_dynamic, schedule_of
+from foxhunt.quant.export import INT8_WEIGHTS_FILE, export_run, load_export
+from foxhunt.run import load_run
+from foxhunt.training.inference import predict_windows
+
+SMALL = [
+    "--lookback", "16", "--horizon", "4", "--hidden-size", "8", "--variable-hidden-size", "4",
+    "--attention-heads", "2", "--batch-size", "32", "--max-steps-per-epoch", "4",
+    "--patience", "0", "--seed", "3", "--no-report",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def bars_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("bars") / "bars.parquet"
+    generate_bars(days=8, seed=1).to_parquet(path)
+    return path
+
+
+def train(bars: Path, folder: Path, *extra: str) -> Path:
+    args = ["train", "--parquet-file", str(bars), *SMALL, "--epochs", "2", *extra]
+    assert main([*args, "--output-dir", str(folder)]) == 0
+    return folder
+
+
+@pytest.fixture(scope="module")
+def qat_run(tmp_path_factory: pytest.TempPathFactory, bars_file: Path) -> Path:
+    return train(
+        bars_file, tmp_path_factory.mktemp("qat") / "r", "--qat", "--qat-freeze-after", "5"
+    )
+
+
+@pytest.fixture(scope="module")
+def fp32_run(tmp_path_factory: pytest.TempPathFactory, bars_file: Path) -> Path:
+    return train(bars_file, tmp_path_factory.mktemp("fp32") / "r")
+
+
+def test_qat_run_folder_reloads_as_the_fake_quant_model(qat_run: Path) -> None:
+    assert json.loads((qat_run / "qat.json").read_text())["freeze_after"] == 5
+    model = load_run(qat_run).model
+    schedule = schedule_of(model)
+    assert schedule is not None and schedule.frozen  # 8 steps trained, frozen after 5
+
+
+def test_export_int8_then_predict_and_evaluate_through_the_cli(
+    qat_run: Path, bars_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    export = tmp_path / "int8"
+    assert main(["export", "--int8", str(qat_run), "--output", str(export)]) == 0
+    assert "int8 export (qat)" in capsys.readouterr().out
+    names = {p.name for p in export.iterdir()}
+    assert {"config.json", "preprocessor.json", "quantization.json", INT8_WEIGHTS_FILE} <= names
+    assert {t.dtype for t in load_file(export / INT8_WEIGHTS_FILE).values()} >= {torch.int8}
+    out = tmp_path / "fc.csv"
+    args = [str(export), "--parquet-file", str(bars_file)]
+    assert main(["predict", *args, "--output", str(out)]) == 0
+    assert len(out.read_text().splitlines()) == 1 + 4
+    js = tmp_path / "m.json"
+    assert main(["evaluate", *args, "--json", str(js)]) == 0
+    int8_loss = json.loads(js.read_text())["test"]["mean_quantile_loss"]
+    assert (
+        main(["evaluate", str(qat_run), "--parquet-file", str(bars_file), "--json", str(js)]) == 0
+    )
+    fake_quant_loss = json.loads(js.read_text())["test"]["mean_quantile_loss"]
+    assert int8_loss == pytest.approx(fake_quant_loss, rel=0.02)
+
+
+def test_export_reloads_exactly_what_convert_computes(qat_run: Path, tmp_path: Path) -> None:
+    export_run(qat_run, tmp_path / "e", mode="qat")
+    loaded, reference = load_export(tmp_path / "e"), convert(load_run(qat_run).model)
+    frame = generate_bars(days=8, seed=1)
+    dataset = loaded.preprocessor.dataset(frame)
+    a, _, _ = predict_windows(loaded.model, dataset)
+    b, _, _ = predict_windows(reference, dataset)
+    assert (a == b).all()
+
+
+def test_dynamic_ptq_export_of_an_fp32_run(fp32_run: Path, tmp_path: Path) -> None:
+    spec = export_run(fp32_run, tmp_path / "d", mode="dynamic")
+    assert spec["bytes"]["int8"] < 0.5 * spec["bytes"]["fp32"]
+    frame = generate_bars(days=8, seed=1)
+    fp32 = load_run(fp32_run)
+    dataset = fp32.preprocessor.dataset(frame)
+    reference, _, _ = predict_windows(fp32.model, dataset)
+    exported, _, _ = predict_windows(load_export(tmp_path / "d").model, dataset)
+    in_memory, _, _ = predict_windows(quantize_dynamic(copy.deepcopy(fp32.model)), dataset)
+    assert (exported == in_memory).all()
+    spread = reference.std()
+    assert abs(exported - reference).mean() < 0.02 * spread
+
+
+def test_export_refuses_the_wrong_mode_and_damaged_files(
+    qat_run: Path, fp32_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["export", "--int8", str(fp32_run), "--output", str(tmp_path / "x")]) == 2
+    assert "--dynamic" in capsys.readouterr().err
+    assert main(["export", "--dynamic", str(qat_run), "--output", str(tmp_path / "x")]) == 2
+    assert "--int8" in capsys.readouterr().err
+    export_run(qat_run, tmp_path / "e", mode="qat")
+    with pytest.raises(FoxhuntError, match="CPU only"):
+        load_export(tmp_path / "e", device="cuda")
+    weights = tmp_path / "e" / INT8_WEIGHTS_FILE
+    weights.write_bytes(weights.read_bytes()[:-100])
+    with pytest.raises(FoxhuntError, match="damaged"):
+        load_run(tmp_path / "e")
+
+
+def test_qat_resume_matches_a_straight_run(bars_file: Path, tmp_path: Path) -> None:
+    """Observer statistics, frozen scales and the step count survive a checkpoint."""
+    qat = ["--qat", "--qat-freeze-after", "6"]
+    train(bars_file, tmp_path / "straight", *qat)
+    args = ["train", "--parquet-file", str(bars_file), *SMALL]
+    assert main([*args, "--epochs", "1", *qat, "--output-dir", str(tmp_path / "split")]) == 0
+    assert main([*args, "--epochs", "2", "--resume", str(tmp_path / "split")]) == 0
+    a = load_file(tmp_path / "straight" / "model.safetensors")
+    b = load_file(tmp_path / "split" / "model.safetensors")
+    assert a.keys() == b.keys() and "qat_observers.steps" in a
+    assert all(torch.equal(a[k], b[k]) for k in a), "resumed QAT state differs"
