@@ -140,3 +140,26 @@ def test_dropout_follows_train_and_eval() -> None:
     assert not torch.allclose(first, eval_out)
     fast.eval()
     assert torch.equal(fast(real, codes, ctx)[0], eval_out)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_fast_equals_reference_at_the_reference_size(
+    monkeypatch: pytest.MonkeyPatch, dtype: torch.dtype
+) -> None:
+    """220 past variables, d_var 16, hidden 64, default (cache-sized) blocks."""
+    monkeypatch.setattr(fused_grns, "BLOCK_ELEMENTS", 1 << 19)
+    kwargs = {"variable_size": 16, "hidden_size": 64, "dropout": 0.1, "context_size": 64}
+    torch.manual_seed(0)
+    ref = ReferenceVariableSelectionNetwork(220, **kwargs).to(dtype).eval()
+    fast = VariableSelectionNetwork(220, **kwargs).to(dtype).eval()
+    copy_reference_to_fast(ref, fast)
+    real, ctx = torch.randn(2, 64, 220, dtype=dtype), torch.randn(2, 64, dtype=dtype)
+    outputs = [net(real, None, ctx) for net in (ref, fast)]
+    for ref_t, fast_t in zip(*outputs, strict=True):
+        torch.testing.assert_close(fast_t, ref_t, atol=1e-5, rtol=1e-5)
+    for out, weights in outputs:
+        (out.square().sum() + weights.square().sum()).backward()
+    fast_grads = fast_grads_in_reference_layout(fast, ref)
+    for name, p in ref.named_parameters():
+        assert p.grad is not None, name
+        torch.testing.assert_close(fast_grads[name], p.grad, atol=1e-5, rtol=1e-5, msg=name)

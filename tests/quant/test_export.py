@@ -57,6 +57,14 @@ def test_qat_run_folder_reloads_as_the_fake_quant_model(qat_run: Path) -> None:
     assert schedule is not None and schedule.frozen  # 8 steps trained, frozen after 5
 
 
+def test_qat_with_gradient_checkpointing_through_the_cli(bars_file: Path, tmp_path: Path) -> None:
+    """The startup measurement of checkpointing runs two passes: they must not count."""
+    run = train(bars_file, tmp_path / "r", "--qat", "--use-gradient-checkpointing")
+    history = [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
+    assert any(h["event"] == "checkpointing" for h in history)
+    assert int(load_file(run / "model.safetensors")["qat_observers.steps"]) == 2 * 4
+
+
 def test_export_int8_then_predict_and_evaluate_through_the_cli(
     qat_run: Path, bars_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -59,6 +59,20 @@ def test_eval_and_paused_passes_do_not_observe(model_config: TFTConfig, data: Pr
     assert int(schedule_of(model).steps) == 1  # type: ignore[union-attr]
 
 
+def test_passes_before_the_first_training_step_quantize_weights(
+    model_config: TFTConfig, data: PreparedData
+) -> None:
+    """Weight grids come from the initial weights: evaluation (or a paused measurement)
+    before any training step runs on them."""
+    model = prepare_qat(TemporalFusionTransformer(model_config))
+    batch = next(batches(data))
+    with torch.no_grad():
+        model.eval()(batch)
+    with observers_paused(model):
+        loss_of(model.train(), batch, model_config).backward()
+    assert int(schedule_of(model).steps) == 0  # type: ignore[union-attr]
+
+
 def test_a_deep_copy_has_its_own_schedule(model_config: TFTConfig, data: PreparedData) -> None:
     model = prepare_qat(TemporalFusionTransformer(model_config))
     twin = copy.deepcopy(model)

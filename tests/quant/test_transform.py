@@ -24,6 +24,7 @@ from foxhunt.quant import (
     quantize_dynamic,
 )
 from foxhunt.quant.serialize import int8_tensors, layout_digest, load_int8_tensors, pack, unpack
+from foxhunt.quant.toolkit import engine
 from foxhunt.quant.weights import ChannelFakeQuant, Int8Weight, int8_of
 
 
@@ -133,8 +134,9 @@ def test_int8_state_round_trips_through_plain_tensors(
     tensors = int8_tensors(model)
     assert {t.dtype for t in tensors.values()} <= {torch.int8, torch.float32, torch.int64}
     packed = pack(tensors)
-    rebuilt = int8_structure(TemporalFusionTransformer(model_config), mode=mode, lstm=lstm)
-    like = int8_tensors(rebuilt)
-    assert layout_digest(like) == layout_digest(tensors)
-    load_int8_tensors(rebuilt, unpack(packed, like))
+    with engine(QATConfig().backend):  # pack for the kernels the model was converted for
+        rebuilt = int8_structure(TemporalFusionTransformer(model_config), mode=mode, lstm=lstm)
+        like = int8_tensors(rebuilt)
+        assert layout_digest(like) == layout_digest(tensors)
+        load_int8_tensors(rebuilt, unpack(packed, like))
     assert torch.equal(predict(rebuilt, data), predict(model, data))

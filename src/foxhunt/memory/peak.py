@@ -5,8 +5,8 @@ process, so :class:`LiveStorageTracker` counts tensor memory itself: a ``TorchDi
 that sees every tensor each aten op returns (forward, backward and recomputation alike), keeps
 a weak reference to its storage and adds the storage's bytes while it is alive. Tensors that
 exist before the block (parameters, gradients, the batch) are registered with :meth:`track`.
-It is the accounting of ``torch.distributed._tools.mem_tracker.MemTracker``, without the
-per-module bookkeeping (which makes a step ~10x slower); a test checks they agree.
+It is the accounting of ``torch.distributed._tools.mem_tracker.MemTracker``, without its
+per-module bookkeeping (about 4x slower again); a test checks the two agree.
 """
 
 from __future__ import annotations

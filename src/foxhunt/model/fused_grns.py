@@ -55,7 +55,10 @@ def _blocks(n: int, rows: int, cells: int) -> Iterator[tuple[range, slice]]:
 def _gated(
     z: Tensor, mask: Tensor | None, in_w: Tensor, fc2: Tensor, glu: Tensor
 ) -> tuple[Tensor, ...]:
-    """Eqs. 2-4 up to the LayerNorm for one block: [v, r, k] -> y [v, r, d] and what backward needs."""
+    """Eqs. 2-4 up to the LayerNorm for one block: [v, r, k] -> y [v, r, d].
+
+    Also returns the intermediates backward needs: [eta_2, 1], [eta_1, 1], the GLU input.
+    """
     g = fc2.shape[-1] - 1
     a2 = F.elu(torch.bmm(z, in_w[..., : g + 1]))  # [eta_2, 1] [v, r, g + 1]
     e1 = torch.bmm(a2, fc2)  # [eta_1, 1] [v, r, g + 1]

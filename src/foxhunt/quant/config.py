@@ -21,9 +21,13 @@ class QATConfig:
     """Training steps (train-mode forward passes) during which the observers track weight and
     activation ranges; after them every scale and zero point is frozen and only the weights
     keep learning under fixed quantization grids (>= 1)."""
-    backend: str = "x86"
-    """torch.backends.quantized engine the int8 model targets; picks torch's default QAT
-    qconfig for it (x86/fbgemm: 7-bit activations, ``reduce_range``, safe without VNNI)."""
+    backend: str = "onednn"
+    """torch.backends.quantized engine the int8 model is packed for; picks torch's default
+    QAT qconfig for it. "onednn": 8-bit activations, and the int8 model computes what the
+    fake-quant model simulated (needs a CPU with VNNI, e.g. Cascade Lake / Zen 4 or newer).
+    "x86"/"fbgemm": 7-bit activations (``reduce_range``), safe on older CPUs, but torch's
+    convert does not clamp to the 7-bit range, so activations beyond the frozen range differ
+    between the fake-quant and the int8 model (see docs/QAT_GUIDE.md)."""
     lstm: str = "int8-weights"
     """LSTM layers: "int8-weights" fake-quantizes their weights (per gate unit) and stores
     them int8, computed by the FP32 LSTM kernel (exactly what QAT simulated; faster than

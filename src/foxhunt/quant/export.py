@@ -24,12 +24,14 @@ from typing import Any
 import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save as save_safetensors
+from torch import nn
 
 from foxhunt.data import Preprocessor
 from foxhunt.errors import ConfigError, FoxhuntError
 from foxhunt.model.tft import TemporalFusionTransformer
 from foxhunt.quant.config import LSTM_MODES, QATConfig
 from foxhunt.quant.serialize import int8_tensors, layout_digest, load_int8_tensors, pack, unpack
+from foxhunt.quant.toolkit import engine
 from foxhunt.quant.transform import MODES, convert, int8_structure, plan, quantize_dynamic
 from foxhunt.run import (
     BASELINE_FILE,
@@ -105,9 +107,12 @@ def export_run(run_dir: Path, output: Path, *, mode: str) -> dict[str, Any]:
         raise FoxhuntError("--output must differ from the run folder")
     loaded = load_run(run_dir)
     float_model = TemporalFusionTransformer(loaded.config.model)  # what an FP32 run would save
-    lstm = qat.lstm if qat else LSTM_MODES[0]
+    lstm, backend = (qat.lstm, qat.backend) if qat else (LSTM_MODES[0], QATConfig().backend)
     layers = plan(float_model, lstm=lstm)
-    model = convert(loaded.model) if mode == "qat" else quantize_dynamic(loaded.model, lstm=lstm)
+    if mode == "qat":
+        model = convert(loaded.model)
+    else:
+        model = quantize_dynamic(loaded.model, lstm=lstm, backend=backend)
     output.mkdir(parents=True, exist_ok=True)
     tensors = int8_tensors(model)
     metadata = {"format": f"foxhunt-int8/{FORMAT}", "layout": layout_digest(tensors)}
@@ -121,7 +126,7 @@ def export_run(run_dir: Path, output: Path, *, mode: str) -> dict[str, Any]:
         "mode": mode,
         "qat": qat.to_dict() if qat else None,
         "lstm": lstm,
-        "engine": torch.backends.quantized.engine,
+        "engine": backend,
         "source": str(run_dir),
         "bytes": {
             "fp32": len(weights_bytes(float_model)),
@@ -146,10 +151,22 @@ def load_export(folder: Path, *, device: str | torch.device = "cpu") -> LoadedRu
     saved.pop("versions", None)
     config = RunConfig.from_dict(saved)
     model = TemporalFusionTransformer(config.model)
-    int8_structure(model, mode=spec["mode"], lstm=spec["lstm"])
     path = folder / INT8_WEIGHTS_FILE
     if not path.is_file():
         raise FoxhuntError(f"{path} not found: the export did not finish")
+    if spec["engine"] not in torch.backends.quantized.supported_engines:
+        raise FoxhuntError(
+            f"{folder} is packed for the {spec['engine']!r} int8 engine, which this torch "
+            f"build lacks ({torch.backends.quantized.supported_engines})"
+        )
+    with engine(spec["engine"]):  # weights are re-packed for it as they load
+        _load_tensors(model, spec, path)
+    preprocessor = Preprocessor.load(folder / PREPROCESSOR_FILE)
+    return LoadedRun(config=config, model=model.eval(), preprocessor=preprocessor)
+
+
+def _load_tensors(model: nn.Module, spec: dict[str, Any], path: Path) -> None:
+    int8_structure(model, mode=spec["mode"], lstm=spec["lstm"])
     try:
         with safe_open(path, framework="pt") as f:
             metadata, blobs = f.metadata() or {}, {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118
@@ -159,5 +176,3 @@ def load_export(folder: Path, *, device: str | torch.device = "cpu") -> LoadedRu
         load_int8_tensors(model, unpack(blobs, like))
     except (SafetensorError, KeyError, ValueError, RuntimeError) as exc:
         raise FoxhuntError(f"{path} is damaged or does not match {CONFIG_FILE} ({exc})") from exc
-    preprocessor = Preprocessor.load(folder / PREPROCESSOR_FILE)
-    return LoadedRun(config=config, model=model.eval(), preprocessor=preprocessor)

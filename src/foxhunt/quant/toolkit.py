@@ -31,9 +31,30 @@ def quiet() -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def engine(name: str) -> Iterator[None]:
+    """Pack int8 weights for ``name`` (a torch.backends.quantized engine) inside the block.
+
+    Packed weights keep the kernels of the engine they were packed for, so the global engine
+    only matters while packing; it is restored afterwards.
+    """
+    if name not in torch.backends.quantized.supported_engines:
+        raise ValueError(
+            f"quantized engine {name!r} is not available in this torch build (available: "
+            f"{torch.backends.quantized.supported_engines})"
+        )
+    before = torch.backends.quantized.engine
+    torch.backends.quantized.engine = name
+    try:
+        yield
+    finally:
+        torch.backends.quantized.engine = before
+
+
 def qat_qconfig(backend: str) -> tq.QConfig:
     """torch's default QAT qconfig for ``backend``: per-channel symmetric qint8 weights,
-    per-tensor affine quint8 activations (7-bit on x86/fbgemm), moving-average observers.
+    per-tensor affine quint8 activations (7-bit on x86/fbgemm, 8-bit on onednn),
+    moving-average observers.
 
     ``version=0``: separate observer and FakeQuantize modules. The fused ones of version 1
     (``FusedMovingAvgObsFakeQuantize``) compute an affine grid for a per-channel symmetric

@@ -32,13 +32,21 @@ import torch.ao.nn.quantized as nnq
 import torch.ao.nn.quantized.dynamic as nnqd
 import torch.ao.quantization as tq
 from torch import nn
+from torch.ao.nn.qat import Linear as QATLinear
 from torch.nn.utils import parametrize
 
 from foxhunt.model.variable_grns import VariableGRNs
 from foxhunt.model.variable_selection import VariableSelectionNetwork
 from foxhunt.quant.config import QATConfig
 from foxhunt.quant.schedule import SCHEDULE_NAME, ObserverSchedule, schedule_of, set_observers
-from foxhunt.quant.toolkit import dynamic_lstm, dynamic_qconfig, make_qweight, qat_qconfig, quiet
+from foxhunt.quant.toolkit import (
+    dynamic_lstm,
+    dynamic_qconfig,
+    engine,
+    make_qweight,
+    qat_qconfig,
+    quiet,
+)
 from foxhunt.quant.weights import (
     ChannelFakeQuant,
     channel_shape,
@@ -139,11 +147,29 @@ def prepare_qat(model: nn.Module, config: QATConfig | None = None) -> nn.Module:
             parametrize.register_parametrization(
                 model.get_submodule(module_name), tensor, fake_quant
             )
+    _observe_weights(model)
     schedule = ObserverSchedule(config).to(device)
     model.add_module(SCHEDULE_NAME, schedule)
     schedule.attach(model)
     set_observers(model, False)
     return model
+
+
+@torch.no_grad()
+def _observe_weights(model: nn.Module) -> None:
+    """Give every weight quantizer its per-channel grid from the initial weights, so that a
+    pass with observers off (evaluation, a paused measurement) before the first training
+    step already quantizes on the right grid (and with scales of the right shape)."""
+    for module in model.modules():
+        if isinstance(module, QATLinear):
+            module.weight_fake_quant.enable_observer()
+            module.weight_fake_quant(module.weight)
+            module.weight_fake_quant.disable_observer()
+        for tensor in list(getattr(module, "parametrizations", {})):
+            fake_quant = int8_of(module, tensor)
+            if isinstance(fake_quant, ChannelFakeQuant):
+                fake_quant.fake_quant.enable_observer()
+                fake_quant(original_of(module, tensor))  # observes once, then disables
 
 
 @torch.no_grad()
@@ -161,7 +187,7 @@ def convert(model: nn.Module) -> nn.Module:
     dynamic_lstms = schedule.config.lstm == "dynamic"
     set_observers(model, False)
     model.cpu().eval()
-    with quiet():
+    with quiet(), engine(schedule.config.backend):
         for module in [m for m in model.modules() if isinstance(m, tq.QuantWrapper)]:
             tq.convert(module, inplace=True)
         for name, module in list(model.named_modules()):
@@ -189,13 +215,15 @@ def _convert_lstm(lstm: nn.LSTM) -> nn.Module:
 
 
 @torch.no_grad()
-def quantize_dynamic(model: nn.Module, *, lstm: str = "int8-weights") -> nn.Module:
+def quantize_dynamic(
+    model: nn.Module, *, lstm: str = "int8-weights", backend: str = "onednn"
+) -> nn.Module:
     """Post-training dynamic int8 of a float model, in place (CPU, eval mode); returns it.
 
     The layers of the QAT int8 model, quantized without training: Linear layers become
     torch's dynamic int8 Linear (weights per channel, activations quantized per call from
     their own range); the directly read weights and, by default, the LSTM weights are stored
-    int8 (per-channel min/max). ``lstm`` as ``QATConfig.lstm``.
+    int8 (per-channel min/max). ``lstm`` and ``backend`` as in ``QATConfig``.
     """
     if schedule_of(model) is not None:
         raise ValueError("a QAT-prepared model converts with convert(), not quantize_dynamic()")
@@ -204,7 +232,7 @@ def quantize_dynamic(model: nn.Module, *, lstm: str = "int8-weights") -> nn.Modu
     qconfig = dynamic_qconfig()
     assert qconfig.weight is not None
     model.cpu().eval()
-    with quiet():
+    with quiet(), engine(backend):
         dynamic = (*found.linears, *(found.lstms if lstm == "dynamic" else ()))
         tq.quantize_dynamic(model, dict.fromkeys(dynamic, qconfig), inplace=True)
         for module_name, tensor, dims in weights:

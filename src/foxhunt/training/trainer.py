@@ -88,8 +88,12 @@ class Trainer:
         rank: int = 0,
         world_size: int = 1,
         local_rank: int = 0,
+        micro_batch_size: int | None = None,
     ) -> None:
         self.config = config
+        #: windows per forward/backward; a step accumulates the gradients of its micro-batches
+        #: (None = the whole batch at once). Set by the memory planner, see memory/plan.py.
+        self.micro_batch_size = micro_batch_size
         self.device = resolve_device(config.device, local_rank if world_size > 1 else None)
         self.model = model.to(self.device)
         # DDP is the last transform; it wraps whatever checkpointing/QAT left in the model
@@ -140,6 +144,9 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         if self.world_size > 1:
             torch.manual_seed(self._dropout_seed())
+        micro = self.micro_batch_size
+        if micro is not None and micro < batch.batch_size:
+            return self._accumulated_step(batch, micro)
         loss = self.compute_loss(batch)
         value = float(loss.detach())
         if self.world_size > 1:  # before backward: DDP's all-reduce needs every rank there
@@ -147,6 +154,9 @@ class Trainer:
         if not math.isfinite(value):
             return self._skip_nonfinite(value)
         self.scaler.scale(loss).backward()
+        return self._optimizer_step(value)
+
+    def _optimizer_step(self, value: float) -> float:
         if self.config.grad_clip > 0:
             self.scaler.unscale_(self.optimizer)
             nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
@@ -155,6 +165,30 @@ class Trainer:
         self.state.nonfinite_in_a_row = 0
         self.state.global_step += 1
         return value
+
+    def _accumulated_step(self, batch: TFTBatch, micro: int) -> float:
+        """Forward and backward micro-batch by micro-batch, each loss weighted by its share
+        of the batch: the summed gradients are the full batch's (the loss is a mean). A
+        non-finite total discards the accumulated gradients and skips, as a whole batch would.
+        Under DDP gradients are all-reduced only with the last micro-batch's backward."""
+        n = batch.batch_size
+        starts = range(0, n, micro)
+        value = 0.0
+        for i, start in enumerate(starts):
+            part = batch.slice(start, min(start + micro, n))
+            last = i == len(starts) - 1
+            sync = getattr(self.train_model, "no_sync", None)
+            with contextlib.nullcontext() if last or sync is None else sync():
+                loss = self.compute_loss(part) * (part.batch_size / n)
+                value += float(loss.detach())
+                self.scaler.scale(loss).backward()
+            del loss
+        if self.world_size > 1:
+            value = all_reduce_sum([value], self.device)[0] / self.world_size
+        if not math.isfinite(value):
+            self.optimizer.zero_grad(set_to_none=True)
+            return self._skip_nonfinite(value)
+        return self._optimizer_step(value)
 
     def _dropout_seed(self) -> int:
         state = self.state

@@ -1,0 +1,283 @@
+"""From one probing step to a :class:`~foxhunt.memory.budget.CostTable`, and a plan applied.
+
+``measure_costs(model, batch, quantiles)`` runs the model on a probe batch four times, each
+measurement on its own pass so no instrument disturbs another, inside a forked RNG:
+
+1. plain forward + loss under :class:`SavedTensorMeter`: bytes each segment saves for backward;
+2. every segment checkpointed: bytes each segment still keeps (its inputs, the RNG state);
+3. plain forward with timing hooks: each segment's forward seconds (its recompute price);
+4. plain forward + loss + backward under the peak tracker (CUDA: the allocator's peak): the
+   transient working memory, i.e. whatever the peak holds beyond saved activations, gradients
+   and the batch, per sample.
+
+The fixed bytes are parameters and buffers, their gradients, AdamW's two moments (2x the
+parameters) and, on CUDA, what was allocated before the probe besides the model (the runtime
+baseline). All per-sample numbers are bytes of the probe divided by its batch size: the probe
+may be smaller than the training batch (a micro-batch that surely fits) and the table still
+predicts the full batch. Nothing here reads the step it predicts.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, fields, replace
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import Tensor, nn
+
+from foxhunt.batch import TFTBatch
+from foxhunt.memory.bench import batch_tensors, measure_saved
+from foxhunt.memory.budget import CostTable, MemoryPlan, SegmentCost, plan_memory
+from foxhunt.memory.checkpointing import (
+    apply_checkpointing,
+    checkpointed_segments,
+    remove_checkpointing,
+)
+from foxhunt.memory.peak import LiveStorageTracker
+from foxhunt.memory.saved import INPUTS
+from foxhunt.model.config import SEGMENTS
+from foxhunt.model.loss import quantile_loss
+
+if TYPE_CHECKING:
+    from foxhunt.training.trainer import Trainer
+
+ADAMW_STATE_FACTOR = 2  # exp_avg and exp_avg_sq, each the size of the parameters
+
+LossFn = Callable[[], Tensor]
+
+
+def tensor_bytes(tensors: Sequence[Tensor]) -> int:
+    """Bytes of distinct storages among ``tensors``."""
+    seen = {id(t.untyped_storage()): t.untyped_storage().nbytes() for t in tensors}
+    return sum(seen.values())
+
+
+def state_bytes(model: nn.Module) -> int:
+    return tensor_bytes([*model.parameters(), *model.buffers()])
+
+
+def fixed_bytes(model: nn.Module, runtime_bytes: float = 0.0) -> float:
+    """Weights and buffers, gradients, AdamW state and the runtime baseline."""
+    params = tensor_bytes([p for p in model.parameters() if p.requires_grad])
+    return state_bytes(model) + params * (1 + ADAMW_STATE_FACTOR) + runtime_bytes
+
+
+def measure_costs(
+    model: nn.Module,
+    batch: TFTBatch,
+    quantiles: Sequence[float],
+    *,
+    autocast: Callable[[], Any] | None = None,
+    runtime_bytes: float | None = None,
+    repeats: int = 2,
+) -> CostTable:
+    """The cost table of ``model`` measured on ``batch`` and on its first half (the probe).
+
+    Memory is an affine function of the batch size: what does not scale (weights stacked per
+    forward, gradients, the loss) is the intercept and goes to the fixed bytes; the slope
+    between the two sizes is the per-sample cost. ``autocast`` returns the training autocast
+    context; ``runtime_bytes`` overrides the measured runtime baseline. The model's
+    checkpointing, training mode and the RNG are restored afterwards.
+    """
+    big = batch.batch_size
+    small = max(1, big // 2)
+    before, was_training = checkpointed_segments(model), model.training
+    names = [name for name in SEGMENTS if hasattr(model, name)]
+    device = next(model.parameters()).device
+    model.train()
+    try:
+        with torch.random.fork_rng(devices=[device.index or 0] if device.type == "cuda" else []):
+            hi = _probe(model, _loss_fn(model, batch, quantiles, autocast), names)
+            lo = (
+                hi
+                if small == big
+                else _probe(model, _loss_fn(model, _head(batch, small), quantiles, autocast), names)
+            )
+            seconds = segment_seconds(
+                model, _loss_fn(model, batch, quantiles, autocast), names, repeats
+            )
+    finally:
+        apply_checkpointing(model, before)
+        model.train(was_training)
+        model.zero_grad(set_to_none=True)
+
+    def slope(a: float, b: float) -> float:
+        return (a - b) / (big - small) if big > small else a / big
+
+    segments = tuple(
+        SegmentCost(
+            name=name,
+            saved_bytes=max(0.0, slope(hi.saved(name), lo.saved(name))),
+            kept_bytes=max(0.0, slope(hi.kept(name), lo.kept(name))),
+            forward_seconds=seconds[name] / big,
+        )
+        for name in names
+    )
+    saved = slope(hi.total_saved, lo.total_saved)
+    peak = slope(hi.peak, lo.peak)
+    runtime = _runtime_bytes(model, device) if runtime_bytes is None else runtime_bytes
+    return CostTable(
+        fixed_bytes=fixed_bytes(model, runtime + max(0.0, hi.peak - peak * big)),
+        other_saved_bytes=max(0.0, saved - sum(s.saved_bytes for s in segments)),
+        transient_bytes=max(0.0, peak - saved),
+        segments=segments,
+    )
+
+
+@dataclass(frozen=True)
+class _Probe:
+    plain: dict[str, int]  # bytes saved for backward by owner, nothing checkpointed
+    checkpointed: dict[str, int]  # the same with every segment checkpointed
+    peak: float  # peak bytes of forward + loss + backward beyond weights and buffers
+
+    @property
+    def total_saved(self) -> float:
+        return float(sum(self.plain.values()))
+
+    def saved(self, name: str) -> float:
+        return float(self.plain.get(name, 0))
+
+    def kept(self, name: str) -> float:
+        return float(self.checkpointed.get(name + INPUTS, 0) + self.checkpointed.get(name, 0))
+
+
+def _probe(model: nn.Module, loss_fn: LossFn, names: Sequence[str]) -> _Probe:
+    remove_checkpointing(model)
+    plain = measure_saved(model, loss_fn).by_owner
+    apply_checkpointing(model, names)
+    kept = measure_saved(model, loss_fn).by_owner
+    remove_checkpointing(model)
+    return _Probe(plain, kept, _peak_above_state(model, loss_fn))
+
+
+def _head(batch: TFTBatch, n: int) -> TFTBatch:
+    """The first ``n`` samples, copied: a view would keep (and count) the whole storage."""
+    part = batch.slice(0, n)
+    copies = {
+        f.name: v.clone() for f in fields(part) if isinstance(v := getattr(part, f.name), Tensor)
+    }
+    return replace(part, **copies)
+
+
+def _loss_fn(
+    model: nn.Module,
+    batch: TFTBatch,
+    quantiles: Sequence[float],
+    autocast: Callable[[], Any] | None,
+) -> LossFn:
+    assert batch.target is not None, "the probe batch carries targets"
+    target = batch.target
+
+    def loss_fn() -> Tensor:
+        with autocast() if autocast is not None else _null():
+            out = model(batch)
+        return quantile_loss(out.quantiles.float(), target, quantiles)
+
+    return loss_fn
+
+
+def segment_seconds(
+    model: nn.Module, loss_fn: LossFn, names: Sequence[str], repeats: int
+) -> dict[str, float]:
+    """Fastest of ``repeats`` forward times of each segment, in training mode with grad."""
+    best = dict.fromkeys(names, float("inf"))
+    started: dict[str, float] = {}
+    device = next(model.parameters()).device
+    handles = []
+    for name in names:
+        module = getattr(model, name)
+
+        def pre(module: nn.Module, args: Any, name: str = name) -> None:
+            _sync(device)
+            started[name] = time.perf_counter()
+
+        def post(module: nn.Module, args: Any, out: Any, name: str = name) -> None:
+            _sync(device)
+            best[name] = min(best[name], time.perf_counter() - started[name])
+
+        handles += [module.register_forward_pre_hook(pre), module.register_forward_hook(post)]
+    try:
+        for _ in range(max(1, repeats)):
+            loss_fn()  # the graph is dropped at once, nothing runs backward
+    finally:
+        for handle in handles:
+            handle.remove()
+    return best
+
+
+def _peak_above_state(model: nn.Module, loss_fn: LossFn) -> float:
+    """Peak bytes of forward + loss + backward beyond parameters, buffers and the batch (saved
+    activations, gradients and transient working memory)."""
+    device = next(model.parameters()).device
+    model.zero_grad(set_to_none=True)
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        base = torch.cuda.memory_allocated(device)
+        loss_fn().backward()
+        torch.cuda.synchronize(device)
+        return float(torch.cuda.max_memory_allocated(device) - base)
+    tracker = LiveStorageTracker()
+    tracker.track(*model.parameters(), *model.buffers())
+    with tracker:
+        loss_fn().backward()
+    return float(tracker.peak - state_bytes(model))
+
+
+def _runtime_bytes(model: nn.Module, device: torch.device) -> float:
+    """CUDA bytes allocated outside the model (other tensors, the runtime's own); 0 on CPU,
+    where the peak tracker counts tensors only."""
+    if device.type != "cuda":
+        return 0.0
+    return float(max(0, torch.cuda.memory_allocated(device) - state_bytes(model)))
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+@contextmanager
+def _null() -> Iterator[None]:
+    yield
+
+
+def plan_for_batch(
+    model: nn.Module,
+    batch: TFTBatch,
+    quantiles: Sequence[float],
+    *,
+    budget_bytes: float,
+    probe_size: int | None = None,
+    autocast: Callable[[], Any] | None = None,
+) -> tuple[MemoryPlan, CostTable]:
+    """Probe on the first ``probe_size`` samples of ``batch`` and plan for all of it."""
+    probe = batch if probe_size is None else batch.slice(0, min(probe_size, batch.batch_size))
+    table = measure_costs(model, probe, quantiles, autocast=autocast)
+    return plan_memory(table, budget_bytes=budget_bytes, batch_size=batch.batch_size), table
+
+
+def apply_plan(model: nn.Module, plan: MemoryPlan) -> int | None:
+    """Checkpoint the plan's segments; return the trainer's micro-batch size (None: whole)."""
+    apply_checkpointing(model, plan.checkpointing)
+    return plan.micro_batch_size if plan.accumulation_steps > 1 else None
+
+
+def measure_step_peak(trainer: Trainer, batch: TFTBatch) -> int:
+    """Measured peak bytes of one real ``trainer.train_step`` on CPU (the live tensor
+    storages: weights, buffers, AdamW state, batch, activations, gradients, temporaries).
+    Takes one unmeasured step first so that the optimizer state exists, as in training."""
+    trainer.train_step(batch)
+    gc.collect()
+    tracker = LiveStorageTracker()
+    state = [t for s in trainer.optimizer.state.values() for t in s.values() if torch.is_tensor(t)]
+    tracker.track(*trainer.model.parameters(), *trainer.model.buffers(), *state)
+    tracker.track(*batch_tensors(batch))
+    with tracker:
+        trainer.train_step(batch)
+    return tracker.peak
