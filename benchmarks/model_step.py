@@ -4,6 +4,11 @@ forward + quantile_loss (7 quantiles) + backward + Adam step; batch 32, lookback
 horizon 8, hidden 64, variable_hidden_size 16, 4 heads, 220 past / 10 future / 5 static.
 
     .venv/bin/python benchmarks/model_step.py [--steps 10] [--threads 2] [--profile]
+        [--compare-reference]
+
+``--compare-reference`` also times, interleaved step by step, the same model whose variable
+selection networks are the plain per-variable ``reference.py`` version: a like-for-like
+ratio even when other jobs share the machine.
 """
 
 from __future__ import annotations
@@ -11,10 +16,13 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Callable
 
 import torch
 
 from foxhunt import TemporalFusionTransformer, TFTBatch, TFTConfig, quantile_loss
+from foxhunt.model.reference import ReferenceVariableSelectionNetwork, copy_fast_to_reference
+from foxhunt.model.variable_selection import VariableSelectionNetwork
 
 REFERENCE = TFTConfig(
     num_static=5,
@@ -40,6 +48,30 @@ def make_batch(cfg: TFTConfig, batch_size: int) -> TFTBatch:
     )
 
 
+def with_reference_vsns(model: TemporalFusionTransformer) -> TemporalFusionTransformer:
+    """The same model (same weights) with plain per-variable selection networks."""
+    cfg = model.config
+    kwargs = {
+        "variable_size": cfg.variable_hidden_size,
+        "hidden_size": cfg.hidden_size,
+        "dropout": cfg.dropout,
+    }
+    specs = {
+        "static_vsn": (cfg.num_static, cfg.static_cardinalities, None),
+        "past_vsn": (cfg.num_past, (), cfg.hidden_size),
+        "future_vsn": (cfg.num_future, (), cfg.hidden_size),
+    }
+    clone = TemporalFusionTransformer(cfg)
+    clone.load_state_dict(model.state_dict())
+    for name, (n, cards, context) in specs.items():
+        fast = getattr(clone, name)
+        if isinstance(fast, VariableSelectionNetwork):
+            ref = ReferenceVariableSelectionNetwork(n, cards, context_size=context, **kwargs)
+            copy_fast_to_reference(fast, ref)
+            setattr(clone, name, ref)
+    return clone
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch-size", type=int, default=32)
@@ -47,14 +79,54 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--profile", action="store_true", help="print a torch.profiler table")
+    parser.add_argument("--compare-reference", action="store_true")
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     cfg = REFERENCE
-    model = TemporalFusionTransformer(cfg).train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     batch = make_batch(cfg, args.batch_size)
+    model = TemporalFusionTransformer(cfg).train()
+    models = {"fused": model}
+    if args.compare_reference:
+        models["reference"] = with_reference_vsns(model).train()
+    steps = {name: make_step(m, batch, cfg) for name, m in models.items()}
+    times: dict[str, list[float]] = {name: [] for name in models}
+    for _ in range(args.warmup):
+        for step in steps.values():
+            step()
+    for _ in range(args.steps):
+        for name, step in steps.items():
+            start = time.perf_counter()
+            step()
+            times[name].append(time.perf_counter() - start)
+
+    params = sum(p.numel() for p in model.parameters())
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, batch {args.batch_size}")
+    print(f"parameters: {params:,}")
+    for name, ts in times.items():
+        ms = 1e3 * statistics.median(ts)
+        print(
+            f"{name}: median {ms:.1f} ms/step (min {1e3 * min(ts):.1f}, max {1e3 * max(ts):.1f})"
+            f", {args.batch_size / (ms / 1e3):.1f} samples/s"
+        )
+    if args.compare_reference:
+        ratio = statistics.median(times["reference"]) / statistics.median(times["fused"])
+        print(f"reference / fused: {ratio:.2f}x")
+
+    if args.profile:
+        with torch.profiler.profile(record_shapes=True) as prof:
+            for _ in range(3):
+                steps["fused"]()
+        table = prof.key_averages(group_by_input_shape=True)
+        print(table.table(sort_by="self_cpu_time_total", row_limit=30, max_name_column_width=40))
+
+
+def make_step(
+    model: TemporalFusionTransformer, batch: TFTBatch, cfg: TFTConfig
+) -> Callable[[], float]:
+    """One training step: forward, 7-quantile loss, backward, Adam."""
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     assert batch.target is not None
     target = batch.target
 
@@ -66,26 +138,7 @@ def main() -> None:
         optimizer.step()
         return loss.item()
 
-    for _ in range(args.warmup):
-        step()
-    times = []
-    for _ in range(args.steps):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    ms = 1e3 * statistics.median(times)
-    params = sum(p.numel() for p in model.parameters())
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, batch {args.batch_size}")
-    print(f"parameters: {params:,}")
-    print(f"step: median {ms:.1f} ms (min {1e3 * min(times):.1f}, max {1e3 * max(times):.1f})")
-    print(f"throughput: {args.batch_size / (ms / 1e3):.1f} samples/s")
-
-    if args.profile:
-        with torch.profiler.profile(record_shapes=True) as prof:
-            for _ in range(3):
-                step()
-        table = prof.key_averages(group_by_input_shape=True)
-        print(table.table(sort_by="self_cpu_time_total", row_limit=30, max_name_column_width=40))
+    return step
 
 
 if __name__ == "__main__":

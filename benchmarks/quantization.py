@@ -96,8 +96,10 @@ def benchmark(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         "QAT-int8 (export --int8)": out / "qat-int8",
         "PTQ-int8 (export --dynamic)": out / "ptq-int8",
     }
-    export_run(runs["qat"], folders["QAT-int8 (export --int8)"], mode="qat")
-    export_run(runs["fp32"], folders["PTQ-int8 (export --dynamic)"], mode="dynamic")
+    engines = {  # the int8 engine each export is packed for
+        export_run(runs["qat"], folders["QAT-int8 (export --int8)"], mode="qat")["engine"],
+        export_run(runs["fp32"], folders["PTQ-int8 (export --dynamic)"], mode="dynamic")["engine"],
+    }
     losses = {name: test_loss(folder, config) for name, folder in folders.items()}
     sizes = {
         "FP32": (runs["fp32"] / WEIGHTS_FILE).stat().st_size,
@@ -118,13 +120,24 @@ def benchmark(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         "config": config.to_dict() | {"qat": qat.to_dict()},
         "threads": args.threads,
         "load_average": os.getloadavg(),
-        "engine": torch.backends.quantized.engine,
+        "int8_engine": ", ".join(sorted(engines)),
+        "cpu": cpu_name(),
         "torch": torch.__version__,
         "train_seconds": round(trained_s, 1),
         "test_mean_quantile_loss_bp": losses,
         "file_bytes": sizes,
         "latency_ms": latencies,
     }
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
 
 
 def table(result: dict[str, Any]) -> str:
@@ -145,7 +158,8 @@ def table(result: dict[str, Any]) -> str:
         lines.append("| " + " | ".join(row) + " |")
     load = ", ".join(f"{x:.1f}" for x in result["load_average"])
     lines.append(
-        f"\n{result['threads']} thread(s), engine {result['engine']}, torch {result['torch']}, "
+        f"\n{result['cpu']}, {result['threads']} thread(s), int8 engine {result['int8_engine']}, "
+        f"torch {result['torch']}, "
         f"load average {load}; training both runs took {result['train_seconds']:.0f} s."
     )
     return "\n".join(lines)

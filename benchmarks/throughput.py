@@ -356,21 +356,28 @@ class Trainer:
         self.optimizer.step()
         return float(loss.detach()) * self.runner.loss_scale
 
-    def timed_steps(self, warmup: int, steps: int) -> Timing:
-        """`steps` timed steps after `warmup` untimed ones."""
+    def timed_steps(self, warmup: int, steps: int, min_busy_cores: float = 0.0) -> Timing:
+        """`steps` timed steps after `warmup` untimed ones; stops early (``complete`` False)
+        after a step that kept fewer than `min_busy_cores` cores busy."""
         for _ in range(warmup):
             self.step()
-        seconds = []
-        cpu_start = resource.getrusage(resource.RUSAGE_SELF)
+        seconds: list[float] = []
+        cpu_start = cpu = resource.getrusage(resource.RUSAGE_SELF)
+        complete = True
         for _ in range(steps):
             start = time.perf_counter()
             self.step()
             seconds.append(time.perf_counter() - start)
-        cpu_end = resource.getrusage(resource.RUSAGE_SELF)
+            before, cpu = cpu, resource.getrusage(resource.RUSAGE_SELF)
+            used = cpu.ru_utime + cpu.ru_stime - before.ru_utime - before.ru_stime
+            if used < min_busy_cores * seconds[-1]:
+                complete = False
+                break
         return Timing(
             seconds=seconds,
-            user_s=cpu_end.ru_utime - cpu_start.ru_utime,
-            system_s=cpu_end.ru_stime - cpu_start.ru_stime,
+            user_s=cpu.ru_utime - cpu_start.ru_utime,
+            system_s=cpu.ru_stime - cpu_start.ru_stime,
+            complete=complete,
         )
 
 
@@ -381,6 +388,8 @@ class Timing:
     seconds: list[float]
     user_s: float
     system_s: float
+    complete: bool = True
+    """False when the steps were cut short because other processes took the cores."""
 
     @property
     def median_s(self) -> float:
@@ -714,15 +723,25 @@ def run_benchmark(config: BenchConfig, log: Callable[[str], None] | None = None)
             if config.quiet_wait_s > 0
             else busy_cores_now(0.5)
         )
-        pair = {t.runner.name: t.timed_steps(warmup, config.steps) for t in trainers}
-        for name, timing in pair.items():
+        may_retry = discarded < config.retries
+        min_busy = config.min_busy * config.threads
+        pair: dict[str, Timing] = {}
+        for trainer in trainers:  # pf, then foxhunt: run back to back
+            timing = trainer.timed_steps(warmup, config.steps, min_busy if may_retry else 0.0)
+            pair[trainer.runner.name] = timing
             say(
-                f"repeat {repeat}/{config.repeats} {name}: median {timing.median_s:.3f} s/step "
-                f"(min {min(timing.seconds):.3f}, max {max(timing.seconds):.3f}; "
-                f"{timing.busy_cores:.2f} busy cores)"
+                f"repeat {repeat}/{config.repeats} {trainer.runner.name}: median "
+                f"{timing.median_s:.3f} s/step (min {min(timing.seconds):.3f}, max "
+                f"{max(timing.seconds):.3f}; {timing.busy_cores:.2f} busy cores"
+                + ("" if timing.complete else "; cut short")
+                + ")"
             )
-        disturbed = min(t.busy_cores for t in pair.values()) < config.min_busy * config.threads
-        if disturbed and discarded < config.retries:
+            if not timing.complete:
+                break
+        disturbed = len(pair) < len(trainers) or any(
+            not t.complete or t.busy_cores < min_busy for t in pair.values()
+        )
+        if disturbed and may_retry:
             discarded += 1
             say(f"repeat {repeat} disturbed by other processes: measuring it again")
             continue

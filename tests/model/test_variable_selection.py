@@ -47,7 +47,7 @@ def build(case: str, dtype: torch.dtype, context: bool = True):
 @pytest.fixture(autouse=True)
 def tiny_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     """Force several (variable, row) blocks so that the blocked loops are exercised."""
-    monkeypatch.setattr(fused_grns, "BLOCK_ELEMENTS", 48)
+    monkeypatch.setattr(fused_grns, "BLOCK_ELEMENTS_PER_THREAD", 16)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -109,7 +109,7 @@ def test_copy_round_trip_is_exact() -> None:
 def test_blocking_does_not_change_the_result(monkeypatch: pytest.MonkeyPatch) -> None:
     _, fast, (real, codes, ctx) = build("temporal", torch.float64)
     blocked = fast(real, codes, ctx)[0]
-    monkeypatch.setattr(fused_grns, "BLOCK_ELEMENTS", 1 << 30)
+    monkeypatch.setattr(fused_grns, "BLOCK_ELEMENTS_PER_THREAD", 1 << 30)
     torch.testing.assert_close(fast(real, codes, ctx)[0], blocked, atol=1e-12, rtol=1e-12)
 
 
@@ -147,7 +147,7 @@ def test_fast_equals_reference_at_the_reference_size(
     monkeypatch: pytest.MonkeyPatch, dtype: torch.dtype
 ) -> None:
     """220 past variables, d_var 16, hidden 64, default (cache-sized) blocks."""
-    monkeypatch.setattr(fused_grns, "BLOCK_ELEMENTS", 1 << 19)
+    monkeypatch.setattr(fused_grns, "BLOCK_ELEMENTS_PER_THREAD", 1 << 18)
     kwargs = {"variable_size": 16, "hidden_size": 64, "dropout": 0.1, "context_size": 64}
     torch.manual_seed(0)
     ref = ReferenceVariableSelectionNetwork(220, **kwargs).to(dtype).eval()

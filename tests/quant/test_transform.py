@@ -89,11 +89,13 @@ def test_convert_stores_exactly_the_fake_quantized_weights(qat_model: nn.Module)
 def test_int8_model_is_close_to_the_fake_quant_model(
     qat_model: nn.Module, data: PreparedData
 ) -> None:
+    """8-bit activations (backend "onednn"): the int8 model computes what QAT simulated, up
+    to int32 accumulation order and requantization rounding (a few outputs, one step)."""
     reference = predict(qat_model, data)
     int8 = predict(convert(copy.deepcopy(qat_model)), data)
     spread = reference.std()
-    assert (int8 - reference).abs().mean() < 0.01 * spread
-    assert (int8 - reference).abs().max() < 0.05 * spread
+    assert (int8 - reference).abs().mean() < 1e-4 * spread
+    assert (int8 - reference).abs().max() < 0.01 * spread
 
 
 def test_dynamic_ptq_is_close_to_fp32(

@@ -12,6 +12,7 @@ from typing import Any
 from foxhunt.cli.common import add_data_file_arguments, csv_tuple, float_tuple
 from foxhunt.data import DataConfig
 from foxhunt.errors import ConfigError
+from foxhunt.memory.oom import parse_budget
 from foxhunt.model.config import TFTConfig
 from foxhunt.quant import QATConfig
 from foxhunt.report import write_report
@@ -109,6 +110,14 @@ def register(sub: Any) -> None:
     )
     r.add_argument("--memory-log-every", type=int, default=100, help="memory debug line every N")
     r.add_argument("--leak-threshold-mb", type=float, default=500.0)
+    r.add_argument(
+        "--memory-budget",
+        type=parse_budget,
+        default=None,
+        metavar="SIZE",
+        help="fit training in SIZE (512MB, 4GB, 4GiB) or auto (CUDA free memory): plans "
+        "checkpointing and micro-batches from one probing step (docs/memory-budget.md)",
+    )
     r.add_argument("--no-report", action="store_true", help="skip the HTML report at the end")
     g = p.add_argument_group("distributed (under torchrun; see docs/distributed.md)")
     g.add_argument(
@@ -213,6 +222,7 @@ def run(args: argparse.Namespace) -> int:
             memory_log_every=args.memory_log_every,
             leak_threshold_mb=args.leak_threshold_mb,
             qat=QATConfig(freeze_after=args.qat_freeze_after) if args.qat else None,
+            memory_budget=args.memory_budget,
         )
         result = train(config, folder, options=options, distributed=ctx)
     if not ctx.is_main:  # rank 0 alone prints and writes the run folder

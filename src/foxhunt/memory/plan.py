@@ -20,6 +20,7 @@ predicts the full batch. Nothing here reads the step it predicts.
 from __future__ import annotations
 
 import gc
+import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -45,6 +46,8 @@ from foxhunt.model.loss import quantile_loss
 if TYPE_CHECKING:
     from foxhunt.training.trainer import Trainer
 
+log = logging.getLogger("foxhunt.memory")
+
 ADAMW_STATE_FACTOR = 2  # exp_avg and exp_avg_sq, each the size of the parameters
 
 LossFn = Callable[[], Tensor]
@@ -60,10 +63,10 @@ def state_bytes(model: nn.Module) -> int:
     return tensor_bytes([*model.parameters(), *model.buffers()])
 
 
-def fixed_bytes(model: nn.Module, runtime_bytes: float = 0.0) -> float:
-    """Weights and buffers, gradients, AdamW state and the runtime baseline."""
+def fixed_bytes(model: nn.Module, extra_bytes: float = 0.0) -> float:
+    """Weights and buffers, AdamW state and ``extra_bytes`` (gradients, runtime baseline)."""
     params = tensor_bytes([p for p in model.parameters() if p.requires_grad])
-    return state_bytes(model) + params * (1 + ADAMW_STATE_FACTOR) + runtime_bytes
+    return state_bytes(model) + params * ADAMW_STATE_FACTOR + extra_bytes
 
 
 def measure_costs(
@@ -118,12 +121,16 @@ def measure_costs(
         for name in names
     )
     saved = slope(hi.total_saved, lo.total_saved)
-    peak = slope(hi.peak, lo.peak)
+    transient = max(0.0, slope(hi.peak, lo.peak) - saved)
+    grads = tensor_bytes([p for p in model.parameters() if p.requires_grad])
+    # what does not scale: the probe's peak at zero samples, but at least the gradients and
+    # the batch-independent saved tensors (all alive when backward recomputes a segment)
+    intercept = max(hi.peak - big * (saved + transient), grads + hi.total_saved - big * saved)
     runtime = _runtime_bytes(model, device) if runtime_bytes is None else runtime_bytes
     return CostTable(
-        fixed_bytes=fixed_bytes(model, runtime + max(0.0, hi.peak - peak * big)),
+        fixed_bytes=fixed_bytes(model, runtime + intercept),
         other_saved_bytes=max(0.0, saved - sum(s.saved_bytes for s in segments)),
-        transient_bytes=max(0.0, peak - saved),
+        transient_bytes=transient,
         segments=segments,
     )
 
@@ -281,3 +288,15 @@ def measure_step_peak(trainer: Trainer, batch: TFTBatch) -> int:
     with tracker:
         trainer.train_step(batch)
     return tracker.peak
+
+
+def plan_trainer(trainer: Trainer, budget_bytes: float) -> MemoryPlan:
+    """Probe the trainer's next batch, plan for ``budget_bytes``, apply it, log it."""
+    from foxhunt.memory.startup import first_training_batch  # imports the training package
+
+    batch = first_training_batch(trainer)
+    table = measure_costs(trainer.model, batch, trainer.quantiles, autocast=trainer.autocast)
+    plan = plan_memory(table, budget_bytes=budget_bytes, batch_size=batch.batch_size)
+    trainer.micro_batch_size = apply_plan(trainer.model, plan)
+    log.info("%s", plan.describe())
+    return plan

@@ -20,9 +20,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-#: Cells (variable, row) per block are chosen so that the block's widest activation,
-#: [variables, rows, 2 * d] floats, stays near this many elements (2 MiB in fp32: L2 sized).
-BLOCK_ELEMENTS = 1 << 19
+#: Cells (variable, row) per block are chosen so that each thread's share of the block's
+#: widest activation, [variables, rows, 2 * d] floats, stays near this many elements
+#: (1 MiB in fp32: half a core's L2 here, leaving room for the block's other tensors).
+BLOCK_ELEMENTS_PER_THREAD = 1 << 18
 EPS = 1e-5  # LayerNorm epsilon, as nn.LayerNorm
 
 

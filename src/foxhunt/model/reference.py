@@ -54,20 +54,52 @@ class ReferenceVariableSelectionNetwork(nn.Module):
         return (processed * weights.unsqueeze(-2)).sum(-1), weights  # [..., hidden], [..., n]
 
 
-def _grn_pairs(fast: VariableSelectionNetwork) -> list[tuple[VariableGRNs, int, int]]:
-    """(stacked GRNs, index inside them, index in the reference) for every variable."""
-    pairs = []
-    if fast.real_grns is not None:
-        pairs += [(fast.real_grns, j, j) for j in range(fast.num_real)]
-    if fast.categorical_grns is not None:
-        pairs += [
-            (fast.categorical_grns, j, fast.num_real + j) for j in range(fast.num_categorical)
-        ]
-    return pairs
+@torch.no_grad()
+def copy_reference_to_fast(
+    ref: ReferenceVariableSelectionNetwork, fast: VariableSelectionNetwork
+) -> None:
+    """Load the reference network's weights into the fused one (same sizes)."""
+    for fast_t, ref_t in _links(fast, ref):
+        fast_t.copy_(ref_t)
 
 
-def _copy_grn(stack: VariableGRNs, j: int, grn: GatedResidualNetwork, to_fast: bool) -> None:
-    links: list[tuple[Tensor, Tensor]] = [
+@torch.no_grad()
+def copy_fast_to_reference(
+    fast: VariableSelectionNetwork, ref: ReferenceVariableSelectionNetwork
+) -> None:
+    """Load the fused network's weights into the reference (same sizes)."""
+    for fast_t, ref_t in _links(fast, ref):
+        ref_t.copy_(fast_t)
+
+
+def _links(
+    fast: VariableSelectionNetwork, ref: ReferenceVariableSelectionNetwork
+) -> list[tuple[Tensor, Tensor]]:
+    """(fast view, reference view) of every parameter: the two layouts side by side."""
+    links: list[tuple[Tensor, Tensor]] = []
+    for j, emb in enumerate(ref.real_embeddings):
+        assert isinstance(emb, nn.Linear)
+        links += [(fast.real_weight[j], emb.weight[:, 0]), (fast.real_bias[j], emb.bias)]
+    for module_f, module_r in [
+        *zip(fast.embeddings, ref.embeddings, strict=True),
+        (fast.selection, ref.selection),
+    ]:
+        links += list(zip(module_f.parameters(), module_r.parameters(), strict=True))
+    stacks = [(fast.real_grns, 0), (fast.categorical_grns, fast.num_real)]
+    for stack, offset in stacks:
+        for j in range(0 if stack is None else stack.n):
+            assert stack is not None
+            grn = ref.grns[offset + j]
+            assert isinstance(grn, GatedResidualNetwork)
+            links += _grn_links(stack, j, grn)
+    return links
+
+
+def _grn_links(
+    stack: VariableGRNs, j: int, grn: GatedResidualNetwork
+) -> list[tuple[Tensor, Tensor]]:
+    """Variable j of the stacked GRNs next to an ordinary GRN (nn.Linear weights transposed)."""
+    links = [
         (stack.fc1_weight[j], grn.fc1.weight.t()),
         (stack.fc1_bias[j], grn.fc1.bias),
         (stack.fc2_weight[j], grn.fc2.weight.t()),
@@ -80,44 +112,4 @@ def _copy_grn(stack: VariableGRNs, j: int, grn: GatedResidualNetwork, to_fast: b
     if stack.has_skip:
         assert grn.skip is not None
         links += [(stack.skip_weight[j], grn.skip.weight.t()), (stack.skip_bias[j], grn.skip.bias)]
-    for fast_view, ref_view in links:
-        dst, src = (fast_view, ref_view) if to_fast else (ref_view, fast_view)
-        dst.copy_(src)
-
-
-@torch.no_grad()
-def copy_reference_to_fast(
-    ref: ReferenceVariableSelectionNetwork, fast: VariableSelectionNetwork
-) -> None:
-    """Load the reference network's weights into the fused one (same sizes)."""
-    _copy(ref, fast, to_fast=True)
-
-
-@torch.no_grad()
-def copy_fast_to_reference(
-    fast: VariableSelectionNetwork, ref: ReferenceVariableSelectionNetwork
-) -> None:
-    """Load the fused network's weights into the reference (same sizes)."""
-    _copy(ref, fast, to_fast=False)
-
-
-def _copy(
-    ref: ReferenceVariableSelectionNetwork, fast: VariableSelectionNetwork, to_fast: bool
-) -> None:
-    for j, emb in enumerate(ref.real_embeddings):
-        assert isinstance(emb, nn.Linear)
-        for fast_t, ref_t in (
-            (fast.real_weight[j], emb.weight[:, 0]),
-            (fast.real_bias[j], emb.bias),
-        ):
-            (fast_t if to_fast else ref_t).copy_(ref_t if to_fast else fast_t)
-    for fast_emb, ref_emb in zip(fast.embeddings, ref.embeddings, strict=True):
-        (fast_emb if to_fast else ref_emb).load_state_dict(
-            (ref_emb if to_fast else fast_emb).state_dict()
-        )
-    dst, src = (fast.selection, ref.selection) if to_fast else (ref.selection, fast.selection)
-    dst.load_state_dict(src.state_dict())
-    for stack, j, k in _grn_pairs(fast):
-        grn = ref.grns[k]
-        assert isinstance(grn, GatedResidualNetwork)
-        _copy_grn(stack, j, grn, to_fast)
+    return links

@@ -93,7 +93,8 @@ class VariableGRNs(nn.Module):
         # CPU: blocks of (variable, row) cells whose widest activation stays in cache
         cells = n * rows
         if z.device.type == "cpu":
-            cells = fused_grns.BLOCK_ELEMENTS // (2 * self.output_size)
+            budget = fused_grns.BLOCK_ELEMENTS_PER_THREAD * torch.get_num_threads()
+            cells = budget // (2 * self.output_size)
         dtype = self.glu_weight.dtype  # autocast is off inside: the op runs in the weights' dtype
         with torch.autocast(z.device.type, enabled=False):
             params = (in_weight, fc2, glu, self.norm_weight, self.norm_bias)

@@ -10,7 +10,8 @@ folder that ``foxhunt predict`` / ``foxhunt evaluate`` take in place of the run 
       preprocessor.json        the run's fitted preprocessing
       baseline.json            the run's historical baseline (for evaluate)
       quantization.json        mode ("qat" | "dynamic"), QAT config, engine, what is int8
-      model_int8.safetensors   int8 weights + float32 scales, float biases/norms (no pickle)
+      model_int8.safetensors   int8 weights, float32 scales and the float parameters, packed
+                               by dtype (no pickle; see foxhunt.quant.serialize)
 
 Loading rebuilds the model from ``config.json``, applies the same transform
 (``int8_structure``) and loads the tensors into it.

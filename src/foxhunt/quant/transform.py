@@ -10,8 +10,9 @@ Linear layers called as        torch.ao QAT Linear in a QuantWrapper: ``nnq.Line
 modules: GRN fc1/context/fc2/  weight fake-quant per output channel,  Quantize/DeQuantize:
 skip, every GLU projection,    input and output activations fake-    int8 x int8 GEMM, frozen
 attention query/key/value/out  quantized (observed, per tensor)      activation scales
-LSTM gate weights              ChannelFakeQuant per gate unit        ``nnqd.LSTM``: dynamic
-                               (activations: not fake-quantized)     int8 (per-step scales)
+LSTM gate weights              ChannelFakeQuant per gate unit        Int8Weight, FP32 kernel
+(``QATConfig.lstm``)           (activations: not fake-quantized)     (default); or dynamic
+                                                                     int8 ``nnqd.LSTM``
 per-variable GRN weights       ChannelFakeQuant per variable and     Int8Weight: int8 stored,
 [n, fan_in, fan_out]; VSN      output unit / per output unit         dequantized to float32
 selection fc1/skip (folded                                           when read (the fused op

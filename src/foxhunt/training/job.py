@@ -17,6 +17,8 @@ from foxhunt.data import PreparedData, Preprocessor, WindowDataset, prepare_data
 from foxhunt.errors import FoxhuntError
 from foxhunt.memory import MemoryProfiler
 from foxhunt.memory.checkpointing import apply_checkpointing
+from foxhunt.memory.oom import REPLAN_FRACTION, budget_bytes, fit_with_oom_guard
+from foxhunt.memory.plan import plan_trainer
 from foxhunt.memory.startup import report_checkpointing
 from foxhunt.model.config import TFTConfig
 from foxhunt.model.tft import TemporalFusionTransformer
@@ -124,6 +126,7 @@ class JobOptions:
     memory_log_every: int = 100
     leak_threshold_mb: float = 500.0
     qat: QATConfig | None = None  # quantization-aware training (foxhunt.quant); None = FP32
+    memory_budget: float | str | None = None  # bytes or "auto" (memory/oom.py); None = no plan
 
 
 class HistoryWriter:
@@ -231,7 +234,22 @@ def train(
         if checkpointed and ctx.is_main:  # measured, not assumed: first batch, with and without
             with observers_paused(model):  # QAT: measuring must not move the observers
                 append_history(output_dir, report_checkpointing(trainer, checkpointed))
-        state = trainer.fit()
+        budget = options.memory_budget
+
+        def replan(fraction: float = 1.0) -> None:
+            assert budget is not None
+            plan = plan_trainer(trainer, budget_bytes(budget, trainer.device, fraction))
+            if ctx.is_main:
+                append_history(output_dir, {"event": "memory_plan", **plan.__dict__})
+
+        if budget is not None:
+            replan()
+        state = fit_with_oom_guard(
+            trainer.fit,
+            batch_size=config.training.batch_size,
+            budget=budget,
+            replan=(lambda: replan(REPLAN_FRACTION)) if budget is not None else None,
+        )
     if not ctx.is_main:
         return JobResult(output_dir, {}, "")
     scale = data.preprocessor.target_scale * BASIS_POINTS

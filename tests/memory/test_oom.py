@@ -1,0 +1,106 @@
+"""Budgets from the command line, and the out-of-memory path simulated on CPU."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from foxhunt.errors import ConfigError
+from foxhunt.memory.oom import (
+    AUTO,
+    OutOfMemory,
+    budget_bytes,
+    fit_with_oom_guard,
+    oom_message,
+    parse_budget,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("512MB", 512 << 20),
+        ("4GB", 4 << 30),
+        ("4GiB", 4 << 30),
+        ("4g", 4 << 30),
+        ("1.5 GB", 1.5 * (1 << 30)),
+        ("1024", 1024),
+        ("64KiB", 64 << 10),
+    ],
+)
+def test_parse_budget_sizes(text: str, expected: float) -> None:
+    assert parse_budget(text) == expected
+
+
+def test_parse_budget_auto_and_errors() -> None:
+    assert parse_budget("auto") == AUTO and parse_budget(" AUTO ") == AUTO
+    for bad in ("", "4 parsecs", "-1GB", "0MB", "GB"):
+        with pytest.raises(ConfigError, match="--memory-budget"):
+            parse_budget(bad)
+
+
+def test_auto_budget_is_refused_on_cpu() -> None:
+    with pytest.raises(ConfigError, match=r"on CPU.*--memory-budget 8GB"):
+        budget_bytes(AUTO, torch.device("cpu"))
+    assert budget_bytes(1000.0, torch.device("cpu"), 0.8) == 800.0
+
+
+def out_of_memory() -> torch.OutOfMemoryError:
+    return torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+
+def test_oom_message_names_the_flags() -> None:
+    message = oom_message(out_of_memory(), batch_size=64, budget=None)
+    for flag in ("--memory-budget", "--use-gradient-checkpointing", "--batch-size 32", "--resume"):
+        assert flag in message
+    assert "Tried to allocate 2.00 GiB" in message
+    assert "smaller --memory-budget than 4096MB" in oom_message(
+        out_of_memory(), batch_size=1, budget=4 << 30
+    )
+
+
+def test_oom_without_auto_ends_with_the_message() -> None:
+    replans: list[int] = []
+
+    def fit() -> str:
+        raise out_of_memory()
+
+    with pytest.raises(OutOfMemory, match="--use-gradient-checkpointing") as info:
+        fit_with_oom_guard(fit, batch_size=8, budget=4e9, replan=lambda: replans.append(1))
+    assert isinstance(info.value.__cause__, torch.OutOfMemoryError)
+    assert not replans  # a fixed budget is the user's: no silent re-plan
+
+
+def test_auto_replans_once_and_continues() -> None:
+    calls: list[str] = []
+
+    def fit() -> str:
+        calls.append("fit")
+        if calls.count("fit") == 1:
+            raise out_of_memory()
+        return "done"
+
+    result = fit_with_oom_guard(
+        fit, batch_size=8, budget=AUTO, replan=lambda: calls.append("replan")
+    )
+    assert result == "done" and calls == ["fit", "replan", "fit"]
+
+
+def test_auto_gives_up_after_one_replan() -> None:
+    calls: list[str] = []
+
+    def fit() -> str:
+        calls.append("fit")
+        raise out_of_memory()
+
+    with pytest.raises(OutOfMemory, match="after re-planning"):
+        fit_with_oom_guard(fit, batch_size=8, budget=AUTO, replan=lambda: calls.append("replan"))
+    assert calls == ["fit", "replan", "fit"]
+
+
+def test_other_errors_pass_through() -> None:
+    def fit() -> str:
+        raise ValueError("not memory")
+
+    with pytest.raises(ValueError, match="not memory"):
+        fit_with_oom_guard(fit, batch_size=8, budget=AUTO, replan=lambda: None)
