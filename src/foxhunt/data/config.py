@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from foxhunt.config_fields import check_known_fields
 from foxhunt.errors import ConfigError
 
 #: Names tried, in order and case-insensitively, when `timestamp_column` is None.
@@ -152,8 +153,5 @@ class DataConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DataConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f"unknown data config fields {unknown}; valid: {sorted(known)}")
+        check_known_fields(cls, data, "data config")
         return cls(**data)

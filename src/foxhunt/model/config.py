@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from itertools import pairwise
 from typing import Any
 
+from foxhunt.config_fields import check_known_fields
 from foxhunt.errors import ConfigError
 
 #: Top-level segments of :class:`~foxhunt.model.tft.TemporalFusionTransformer`, in forward
@@ -143,10 +144,7 @@ class TFTConfig:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TFTConfig:
         """Inverse of ``to_dict``; unknown keys raise ConfigError naming them."""
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - names)
-        if unknown:
-            raise ConfigError(f"TFTConfig: unknown keys {unknown}; valid keys are {sorted(names)}")
+        check_known_fields(cls, d, "TFTConfig")
         kwargs = dict(d)
         for key in ("static_cardinalities", "quantiles"):
             if isinstance(kwargs.get(key), list):

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any
 
+from foxhunt.config_fields import check_known_fields
 from foxhunt.errors import ConfigError
 
 #: torch.backends.quantized engines an int8 export may target.
@@ -52,8 +53,5 @@ class QATConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> QATConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f"QATConfig: unknown keys {unknown}; valid keys are {sorted(known)}")
+        check_known_fields(cls, data, "QATConfig")
         return cls(**data)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any
 
+from foxhunt.config_fields import check_known_fields
 from foxhunt.errors import ConfigError
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -73,8 +74,5 @@ class TrainingConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainingConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f"unknown training config fields {unknown}; valid: {sorted(known)}")
+        check_known_fields(cls, data, "training config")
         return cls(**data)
