@@ -153,9 +153,7 @@ class BenchConfig:
     """See `quiet_wait_s`."""
     retries: int = 0
     """Repeats that may be measured again because another process took the cores: a repeat
-    is redone when either library used fewer than `min_busy` x `threads` cores while timed."""
-    min_busy: float = 0.85
-    """See `retries`."""
+    is redone when other processes kept more than `quiet_cores` cores busy during a step."""
     profile: bool = False
     """Print torch.profiler's top operators of one foxhunt training step."""
 
@@ -356,27 +354,38 @@ class Trainer:
         self.optimizer.step()
         return float(loss.detach()) * self.runner.loss_scale
 
-    def timed_steps(self, warmup: int, steps: int, min_busy_cores: float = 0.0) -> Timing:
-        """`steps` timed steps after `warmup` untimed ones; stops early (``complete`` False)
-        after a step that kept fewer than `min_busy_cores` cores busy."""
+    def timed_steps(self, warmup: int, steps: int, max_other_cores: float | None = None) -> Timing:
+        """`steps` timed steps after `warmup` untimed ones.
+
+        With `max_other_cores`, stops early (``complete`` False) after a step during which
+        other processes kept more than that many cores busy.
+        """
         for _ in range(warmup):
             self.step()
         seconds: list[float] = []
+        others: list[float] = []
         cpu_start = cpu = resource.getrusage(resource.RUSAGE_SELF)
+        machine = cpu_sample()
         complete = True
         for _ in range(steps):
             start = time.perf_counter()
             self.step()
             seconds.append(time.perf_counter() - start)
             before, cpu = cpu, resource.getrusage(resource.RUSAGE_SELF)
-            used = cpu.ru_utime + cpu.ru_stime - before.ru_utime - before.ru_stime
-            if used < min_busy_cores * seconds[-1]:
+            machine_before, machine = machine, cpu_sample()
+            busy = machine_busy_cores(machine_before, machine)
+            if busy is None:
+                continue
+            own = cpu.ru_utime + cpu.ru_stime - before.ru_utime - before.ru_stime
+            others.append(max(0.0, busy - own / seconds[-1]))
+            if max_other_cores is not None and others[-1] > max_other_cores:
                 complete = False
                 break
         return Timing(
             seconds=seconds,
             user_s=cpu.ru_utime - cpu_start.ru_utime,
             system_s=cpu.ru_stime - cpu_start.ru_stime,
+            other_cores=max(others) if others else None,
             complete=complete,
         )
 
@@ -388,6 +397,8 @@ class Timing:
     seconds: list[float]
     user_s: float
     system_s: float
+    other_cores: float | None = None
+    """Most cores other processes kept busy during any one timed step (None: unknown)."""
     complete: bool = True
     """False when the steps were cut short because other processes took the cores."""
 
@@ -588,6 +599,8 @@ class LibraryResult:
     lower means other processes took the cores)."""
     system_share: list[float]
     """Share of that CPU time spent in the kernel (page faults of fresh allocations)."""
+    other_cores: list[float | None]
+    """Most cores other processes kept busy during any timed step of each repeat."""
     saved_for_backward_bytes: int
     inference: InferenceResult | None = None
 
@@ -612,25 +625,31 @@ class Report:
         return asdict(self)
 
 
-def busy_cores_now(seconds: float = 1.0) -> float | None:
-    """Cores busy over the next `seconds`, all processes (this one idles meanwhile)."""
+def cpu_sample() -> tuple[int, int] | None:
+    """(busy, total) CPU ticks of the whole machine so far (Linux /proc/stat), else None."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = [int(v) for v in stat.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
 
-    def sample() -> tuple[int, int] | None:
-        try:
-            with open("/proc/stat") as stat:
-                fields = [int(v) for v in stat.readline().split()[1:]]
-        except (OSError, ValueError):
-            return None
-        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-        return sum(fields) - idle, sum(fields)
 
-    before = sample()
-    time.sleep(seconds)
-    after = sample()
+def machine_busy_cores(
+    before: tuple[int, int] | None, after: tuple[int, int] | None
+) -> float | None:
+    """Cores the whole machine kept busy between two `cpu_sample`s."""
     if before is None or after is None or after[1] == before[1]:
         return None
-    cpus = os.cpu_count() or 1
-    return cpus * (after[0] - before[0]) / (after[1] - before[1])
+    return (os.cpu_count() or 1) * (after[0] - before[0]) / (after[1] - before[1])
+
+
+def busy_cores_now(seconds: float = 1.0) -> float | None:
+    """Cores busy over the next `seconds`, all processes (this one idles meanwhile)."""
+    before = cpu_sample()
+    time.sleep(seconds)
+    return machine_busy_cores(before, cpu_sample())
 
 
 def wait_until_quiet(max_seconds: float, max_cores: float) -> float | None:
@@ -688,6 +707,7 @@ def _library_result(
         samples_per_s=shape.batch_size / median_step,
         busy_cores=[t.busy_cores for t in timings],
         system_share=[t.system_s / max(t.user_s + t.system_s, 1e-9) for t in timings],
+        other_cores=[t.other_cores for t in timings],
         saved_for_backward_bytes=saved,
         inference=inference,
     )
@@ -724,23 +744,22 @@ def run_benchmark(config: BenchConfig, log: Callable[[str], None] | None = None)
             else busy_cores_now(0.5)
         )
         may_retry = discarded < config.retries
-        min_busy = config.min_busy * config.threads
+        limit = config.quiet_cores if may_retry else None
         pair: dict[str, Timing] = {}
         for trainer in trainers:  # pf, then foxhunt: run back to back
-            timing = trainer.timed_steps(warmup, config.steps, min_busy if may_retry else 0.0)
+            timing = trainer.timed_steps(warmup, config.steps, limit)
             pair[trainer.runner.name] = timing
+            other = "n/a" if timing.other_cores is None else f"{timing.other_cores:.2f}"
+            cut = "" if timing.complete else "; cut short"
             say(
                 f"repeat {repeat}/{config.repeats} {trainer.runner.name}: median "
                 f"{timing.median_s:.3f} s/step (min {min(timing.seconds):.3f}, max "
-                f"{max(timing.seconds):.3f}; {timing.busy_cores:.2f} busy cores"
-                + ("" if timing.complete else "; cut short")
-                + ")"
+                f"{max(timing.seconds):.3f}; {timing.busy_cores:.2f} own busy cores, "
+                f"others up to {other}{cut})"
             )
             if not timing.complete:
                 break
-        disturbed = len(pair) < len(trainers) or any(
-            not t.complete or t.busy_cores < min_busy for t in pair.values()
-        )
+        disturbed = len(pair) < len(trainers) or any(not t.complete for t in pair.values())
         if disturbed and may_retry:
             discarded += 1
             say(f"repeat {repeat} disturbed by other processes: measuring it again")
@@ -751,6 +770,8 @@ def run_benchmark(config: BenchConfig, log: Callable[[str], None] | None = None)
 
     results: dict[str, LibraryResult] = {}
     for runner in runners:
+        if config.quiet_wait_s > 0:
+            wait_until_quiet(config.quiet_wait_s, config.quiet_cores)
         saved = saved_for_backward_bytes(runner, batches[0])
         big = runner.name == "foxhunt" or config.pf_inference_batch
         inference = measure_inference(runner, shape, config, large=big)
@@ -775,6 +796,8 @@ def run_benchmark(config: BenchConfig, log: Callable[[str], None] | None = None)
 
     accuracy = None
     if config.accuracy_steps > 0:
+        if config.quiet_wait_s > 0:
+            wait_until_quiet(config.quiet_wait_s, config.quiet_cores)
         accuracy = measure_accuracy(config, pf)
         say(f"accuracy: {accuracy}")
 
@@ -880,16 +903,15 @@ def format_report(report: Report) -> str:
                 f"{acc.train_loss_last[name]:.4f}, held-out {acc.eval_loss[name]:.4f} "
                 f"({acc.seconds[name]:.1f} s)"
             )
-    busy = {
-        name: ", ".join(f"{b:.2f}" for b in result.busy_cores)
-        for name, result in (("pytorch-forecasting", pf), ("foxhunt", fox))
-        if result is not None
-    }
-    lines.append(
-        "busy cores per repeat (CPU s / wall s; "
-        f"{report.machine['torch_threads']} = undisturbed): "
-        + "; ".join(f"{name} {values}" for name, values in busy.items())
-    )
+    for name, result in (("pytorch-forecasting", pf), ("foxhunt", fox)):
+        if result is None:
+            continue
+        own = ", ".join(f"{b:.2f}" for b in result.busy_cores)
+        others = ", ".join("n/a" if o is None else f"{o:.2f}" for o in result.other_cores)
+        lines.append(
+            f"{name}, per repeat: own busy cores {own}; "
+            f"most cores used by other processes in one step {others}"
+        )
     start, end = report.machine["loadavg_start"], report.machine.get("loadavg_end")
     load = f"load average (1/5/15 min) at start {start[0]:.2f}/{start[1]:.2f}/{start[2]:.2f}"
     if end:

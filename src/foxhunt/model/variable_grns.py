@@ -84,7 +84,7 @@ class VariableGRNs(nn.Module):
         n, rows, _ = z.shape
         fc2 = _with_bias(self.fc2_weight, self.fc2_bias)  # [n, g + 1, g]
         fc2 = torch.cat([fc2, _carry_one(fc2, 1)], dim=-1)  # [n, g + 1, g + 1]
-        glu_weight: Tensor = self.glu_weight
+        glu_weight: Tensor = self.glu_weight  # read once (it may be parametrized)
         mask = None
         if self.dropout.training and self.dropout.p > 0:
             mask = self.dropout.keep_mask((n, rows, self.hidden_size), z.device)  # bool
@@ -95,7 +95,7 @@ class VariableGRNs(nn.Module):
         if z.device.type == "cpu":
             budget = fused_grns.BLOCK_ELEMENTS_PER_THREAD * torch.get_num_threads()
             cells = budget // (2 * self.output_size)
-        dtype = self.glu_weight.dtype  # autocast is off inside: the op runs in the weights' dtype
+        dtype = glu_weight.dtype  # autocast is off inside: the op runs in the weights' dtype
         with torch.autocast(z.device.type, enabled=False):
             params = (in_weight, fc2, glu, self.norm_weight, self.norm_bias)
             return fused_grns.fused_weighted_grns(
