@@ -119,6 +119,20 @@ def test_cli_prints_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert data["results"][0]["step_ms"] is None
 
 
+def test_cli_prints_predicted_vs_measured_peaks(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["--batch-size=8", "--hidden-size=16", "--lookback=8", "--horizon=2"]
+    assert main(["bench-memory", *args, "--predictions"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[0] == "| plan | predicted | measured | error |"
+    assert [row.split(" | ")[0] for row in rows[2:]] == [
+        "| no checkpointing, batch 8",
+        "| past_vsn, batch 8",
+        "| every segment, batch 8",
+        "| past_vsn, batch 8",  # micro-batches of 8 are the whole batch
+        "| every segment, micro-batches of 4 x 2",
+    ]
+
+
 def test_cli_rejects_unknown_mode_and_cuda_without_gpu(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench-memory", "--modes", "none,post_lstm_gate"]) == 2
     assert "unknown segments" in capsys.readouterr().err

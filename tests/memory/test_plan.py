@@ -16,11 +16,12 @@ import torch
 
 from foxhunt.data import DataConfig, prepare_data
 from foxhunt.errors import ConfigError
-from foxhunt.memory.bench import PRESETS, random_batch
-from foxhunt.memory.budget import MB, CostTable, predict_peak
+from foxhunt.memory.accuracy import REFERENCE_CASES, check_predictions, format_checks
+from foxhunt.memory.bench import PRESETS, batch_tensors, random_batch
+from foxhunt.memory.budget import CostTable, predict_peak
 from foxhunt.memory.checkpointing import apply_checkpointing, checkpointed_segments
 from foxhunt.memory.oom import parse_budget
-from foxhunt.memory.plan import measure_costs, measure_step_peak, plan_trainer
+from foxhunt.memory.plan import measure_costs, plan_trainer
 from foxhunt.memory.startup import first_training_batch
 from foxhunt.model.config import SEGMENTS, TFTConfig
 from foxhunt.model.tft import TemporalFusionTransformer
@@ -51,12 +52,19 @@ def test_cost_table_from_the_probe() -> None:
     table = measure_costs(model, random_batch(TINY, 8), TINY.quantiles, repeats=1)
     torch.testing.assert_close(torch.rand(3), expected_next)  # the RNG is left as it was
     assert checkpointed_segments(model) == ["lstm_encoder"] and not model.training
-    assert [s.name for s in table.segments] == list(SEGMENTS)
+    names = [s.name for s in table.segments]
+    assert sorted(names) == sorted(SEGMENTS)
+    assert names.index("static_encoders") < names.index("past_vsn")  # measured forward order
     past = table.segment("past_vsn")
     assert past.saved_bytes > past.kept_bytes > 0 and past.forward_seconds > 0
     params = sum(p.numel() * p.element_size() for p in model.parameters())
-    assert table.fixed_bytes >= 4 * params  # weights, gradients, two AdamW moments
-    assert table.other_saved_bytes >= 0 and table.transient_bytes >= 0
+    assert table.fixed_bytes >= 3 * params  # weights, two AdamW moments
+    assert table.other_saved_bytes >= 0
+    batch = sum(t.nbytes for t in batch_tensors(random_batch(TINY, 8)))
+    assert table.batch_bytes == pytest.approx(batch / 8)
+    # accumulating, the forward moment holds the earlier micro-batches' gradients: all of them
+    assert table.forward.accumulating == pytest.approx(params, rel=0.1)
+    assert 0 < past.backward.accumulating <= table.forward.accumulating
 
 
 def test_plan_trainer_applies_checkpointing_and_micro_batches() -> None:
@@ -69,7 +77,7 @@ def test_plan_trainer_applies_checkpointing_and_micro_batches() -> None:
     )
     big = plan_trainer(trainer, 1e12)
     assert big.checkpointing == () and trainer.micro_batch_size is None
-    one_sample = predict_peak(_table(trainer), SEGMENTS, 1)
+    one_sample = predict_peak(_table(trainer), SEGMENTS, 1, batch_size=16)
     small = plan_trainer(trainer, one_sample * 1.02)
     assert small.accumulation_steps > 1 and trainer.micro_batch_size == small.micro_batch_size
     assert checkpointed_segments(model) == list(small.checkpointing)
@@ -95,24 +103,14 @@ def release_heap() -> Iterator[None]:
 @pytest.mark.slow
 @pytest.mark.usefixtures("release_heap")
 def test_predicted_peak_within_15_percent_on_the_cpu_reference() -> None:
-    """Probe on one batch, measure a real training step (AdamW included) on another."""
+    """Probe on one batch, measure a real training step (AdamW included) on another, for
+    plain, checkpointed and micro-batch plans."""
     preset = PRESETS["cpu-reference"]
-    cfg, n = preset.config, preset.batch_size
-    torch.manual_seed(0)
-    model = TemporalFusionTransformer(cfg)
-    table = measure_costs(model, random_batch(cfg, n, seed=2), cfg.quantiles, repeats=1)
-    training = TrainingConfig(batch_size=n, device="cpu")
-    trainer = Trainer(model, training, train_set=[0] * n, val_set=[], quantiles=cfg.quantiles)  # type: ignore[arg-type]
-    batch = random_batch(cfg, n, seed=1)
-    errors = {}
-    for plan in ((), ("past_vsn",)):
-        apply_checkpointing(model, plan)
-        predicted = predict_peak(table, plan, n)
-        measured = measure_step_peak(trainer, batch)
-        errors[plan] = (predicted - measured) / measured
-        print(f"{plan or 'plain'}: predicted {predicted / MB:.1f} MB, measured {measured / MB:.1f} MB, "
-              f"error {errors[plan]:+.1%}")  # fmt: skip
-    assert all(abs(e) <= 0.15 for e in errors.values()), errors
+    checks = check_predictions(preset.config, preset.batch_size)
+    print(format_checks(checks, preset.batch_size))
+    assert [c.case for c in checks] == list(REFERENCE_CASES)
+    assert any(c.case.micro_batch for c in checks) and any(c.case.checkpointing for c in checks)
+    assert all(abs(c.error) <= 0.15 for c in checks), [(c.case, c.error) for c in checks]
 
 
 def job_config() -> RunConfig:

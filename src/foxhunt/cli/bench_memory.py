@@ -12,6 +12,7 @@ import torch
 
 from foxhunt.cli.common import csv_tuple
 from foxhunt.errors import ConfigError
+from foxhunt.memory.accuracy import check_predictions, format_checks
 from foxhunt.memory.bench import PRESETS, default_modes, run_benchmark, with_overrides
 from foxhunt.memory.checkpointing import resolve_policy
 from foxhunt.memory.table import format_table
@@ -52,6 +53,12 @@ def register(sub: Any) -> None:
     p.add_argument("--no-time", action="store_true", help="skip the step-time measurement")
     p.add_argument("--no-peak", action="store_true", help="skip the peak-memory measurement")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--predictions",
+        action="store_true",
+        help="instead: the --memory-budget planner's predicted vs measured peak of a training "
+        "step for plain, checkpointed and micro-batch plans (CPU)",
+    )
     p.add_argument(
         "--json",
         nargs="?",
@@ -94,6 +101,14 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.threads is not None:
         torch.set_num_threads(args.threads)
+    if args.predictions:
+        if device.type != "cpu":
+            raise ConfigError(
+                "--predictions measures with the CPU tensor tracker; use --device cpu"
+            )
+        batch_size = args.batch_size or preset.batch_size
+        print(format_checks(check_predictions(cfg, batch_size, seed=args.seed), batch_size))
+        return 0
     report = run_benchmark(
         cfg,
         args.batch_size or preset.batch_size,

@@ -7,12 +7,17 @@ Order of preference (cheapest first):
 3. every useful segment checkpointed and the batch split into micro-batches with gradient
    accumulation: the effective batch size, and so the gradients, stay those of the full batch.
 
-The peak model: fixed bytes (weights, gradients, optimizer state, runtime) plus, per sample of
-the micro-batch, transient working memory and the larger of
-- what is saved at the end of forward: plain segments keep their activations, checkpointed ones
-  only their inputs; and
-- for each checkpointed segment, the moment backward recomputes it: its activations are back,
+The peak model: fixed bytes (weights, buffers, optimizer state, runtime) plus the highest of
+the step's moments (see ``memory/moments.py``), each the saved activations the plan leaves
+alive then, times the micro-batch, plus that moment's measured working memory:
+- the forward moment: plain segments keep their activations, checkpointed ones only their
+  inputs, plus the glue layers' and the loss's;
+- each segment's backward (after its recompute, if checkpointed): its activations are there,
   the segments before it still hold what they saved, the ones after it are already freed.
+The working memory of a moment is affine in the micro-batch (block buffers and weight
+gradients do not scale; input gradients and temporaries do) and, when micro-batches
+accumulate, holds the gradients of the earlier ones as well; the whole batch stays on the
+device meanwhile.
 """
 
 from __future__ import annotations
@@ -27,6 +32,20 @@ MB = 1024 * 1024
 
 
 @dataclass(frozen=True, kw_only=True)
+class Working:
+    """Bytes of one moment of the step besides the saved activations the plan decides on:
+    working buffers, gradients and the batch, affine in the micro-batch."""
+
+    fixed: float = 0.0  # whatever the micro-batch: block buffers, weight gradients
+    per_sample: float = 0.0  # per sample: input gradients, temporaries (< 0: freed by then)
+    accumulating: float = 0.0  # more when micro-batches accumulate: the earlier ones' gradients
+
+    def at(self, micro_batch: int, *, accumulating: bool) -> float:
+        extra = self.accumulating if accumulating else 0.0
+        return self.fixed + micro_batch * self.per_sample + extra
+
+
+@dataclass(frozen=True, kw_only=True)
 class SegmentCost:
     """What one checkpointable segment costs, per sample of the batch."""
 
@@ -34,6 +53,7 @@ class SegmentCost:
     saved_bytes: float  # saved for backward when not checkpointed
     kept_bytes: float  # still held when checkpointed (its inputs, RNG state)
     forward_seconds: float  # one more forward: the price of recomputing it
+    backward: Working = Working()  # its backward moment's working memory
 
     @property
     def saving(self) -> float:
@@ -48,9 +68,10 @@ class SegmentCost:
 class CostTable:
     """Measured costs of one model and configuration."""
 
-    fixed_bytes: float  # independent of the batch: weights, gradients, optimizer state, runtime
-    other_saved_bytes: float  # per sample, saved outside the segments (glue layers, loss, batch)
-    transient_bytes: float  # per sample, working memory on top of what is saved
+    fixed_bytes: float  # at every moment: weights, buffers, optimizer state, runtime
+    other_saved_bytes: float  # per sample, saved outside the segments (glue layers, loss)
+    batch_bytes: float = 0.0  # per sample, the batch itself (all of it stays while micro-batching)
+    forward: Working = Working()  # the forward moment's working memory
     segments: tuple[SegmentCost, ...]  # in forward order
 
     def segment(self, name: str) -> SegmentCost:
@@ -82,19 +103,29 @@ class MemoryPlan:
         )
 
 
-def predict_peak(table: CostTable, checkpointed: Iterable[str], micro_batch: int) -> float:
-    """Predicted peak bytes of one training step with these segments checkpointed."""
+def predict_peak(
+    table: CostTable,
+    checkpointed: Iterable[str],
+    micro_batch: int,
+    *,
+    batch_size: int | None = None,
+) -> float:
+    """Predicted peak bytes of one training step with these segments checkpointed, the batch
+    (``batch_size``, default ``micro_batch``) split into micro-batches of ``micro_batch``."""
     chosen = set(checkpointed)
+    batch = micro_batch if batch_size is None else max(batch_size, micro_batch)
+    accumulating = batch > micro_batch
     held = table.other_saved_bytes  # per sample, by the segments so far (forward order)
-    worst = 0.0
+    moments = []  # (saved bytes per sample alive, working memory) at each moment
     for seg in table.segments:
-        if seg.name in chosen:
-            worst = max(worst, held + seg.saved_bytes)  # backward recomputes this segment
-            held += seg.kept_bytes
-        else:
-            held += seg.saved_bytes
-    per_sample = max(held, worst) + table.transient_bytes
-    return table.fixed_bytes + micro_batch * per_sample
+        moments.append((held + seg.saved_bytes, seg.backward))  # its backward
+        held += seg.kept_bytes if seg.name in chosen else seg.saved_bytes
+    moments.append((held, table.forward))
+    peak = max(
+        micro_batch * saved + work.at(micro_batch, accumulating=accumulating)
+        for saved, work in moments
+    )
+    return table.fixed_bytes + (batch - micro_batch) * table.batch_bytes + peak
 
 
 def cheapest_first(segments: Sequence[SegmentCost]) -> list[SegmentCost]:
@@ -111,11 +142,11 @@ def plan_memory(table: CostTable, *, budget_bytes: float, batch_size: int) -> Me
     def plan(names: Sequence[str], micro: int) -> MemoryPlan:
         order = [s.name for s in table.segments if s.name in names]  # forward order
         steps = math.ceil(batch_size / micro)
-        peak = predict_peak(table, order, micro)
+        peak = predict_peak(table, order, micro, batch_size=batch_size)
         return MemoryPlan(tuple(order), micro, steps, peak, budget_bytes)
 
     def fits(names: Sequence[str], micro: int) -> bool:
-        return predict_peak(table, names, micro) <= budget_bytes
+        return predict_peak(table, names, micro, batch_size=batch_size) <= budget_bytes
 
     def prune(names: list[str], micro: int) -> list[str]:
         """Drop segments, dearest first, whose recompute turns out not to be needed."""

@@ -8,8 +8,12 @@ read at startup is a budget the run can count on; give a size instead.
 
 An out-of-memory error during training ends with a message naming the flags that would fit;
 with ``auto`` the run re-plans once for 80% of the memory free after emptying the cache and
-carries on from the same batch (the failed step never reached the optimizer or a callback, so
-no checkpoint was being written; checkpoints are written atomically anyway).
+carries on from the same batch: an error in forward or backward never reached the optimizer
+or a callback, so nothing was updated and no checkpoint was being written (they are written
+atomically anyway). An error inside ``optimizer.step`` (the trainer raises it as
+:class:`OptimizerStepOutOfMemory`) may leave weights and optimizer state partly updated: that
+run always ends with the message, before any callback could checkpoint the half-done step, so
+the last checkpoint is the last complete step and ``--resume`` continues from it.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from __future__ import annotations
 import gc
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 import torch
@@ -36,6 +41,20 @@ T = TypeVar("T")
 
 class OutOfMemory(FoxhuntError):
     """Training ran out of device memory; the message says which flags would fit."""
+
+
+class OptimizerStepOutOfMemory(torch.OutOfMemoryError):
+    """Out of memory inside ``optimizer.step``: weights and optimizer state may be partly
+    updated, so training cannot carry on from them (not even after re-planning)."""
+
+
+@contextmanager
+def optimizer_step_oom() -> Iterator[None]:
+    """Around ``optimizer.step``: out of memory there is :class:`OptimizerStepOutOfMemory`."""
+    try:
+        yield
+    except torch.OutOfMemoryError as error:
+        raise OptimizerStepOutOfMemory(str(error)) from error
 
 
 def parse_budget(text: str) -> float | str:
@@ -76,8 +95,11 @@ def oom_message(error: BaseException, *, batch_size: int, budget: float | str | 
     if budget not in (None, AUTO):
         hints[0] = f"a smaller --memory-budget than {float(budget) / (1 << 20):.0f}MB, or auto"
     first = str(error).splitlines()[0] if str(error) else type(error).__name__
+    where = "during training"
+    if isinstance(error, OptimizerStepOutOfMemory):
+        where = "in the optimizer step (weights and optimizer state may be partly updated)"
     return (
-        f"out of device memory during training ({first}); the last complete checkpoint is "
+        f"out of device memory {where} ({first}); the last complete checkpoint is "
         "intact (pass --resume to continue from it). Try one of: " + "; ".join(hints)
     )
 
@@ -89,12 +111,14 @@ def fit_with_oom_guard(
     budget: float | str | None,
     replan: Callable[[], None] | None = None,
 ) -> T:
-    """Run ``fit``; on ``torch.OutOfMemoryError`` call ``replan`` once (``auto`` only) and
-    run ``fit`` again, else raise :class:`OutOfMemory` with a message naming the flags."""
+    """Run ``fit``; on ``torch.OutOfMemoryError`` call ``replan`` once (``auto`` only, and not
+    after a partly done optimizer step) and run ``fit`` again, else raise :class:`OutOfMemory`
+    with a message naming the flags."""
     try:
         return fit()
     except torch.OutOfMemoryError as error:
-        if budget != AUTO or replan is None:
+        partial = isinstance(error, OptimizerStepOutOfMemory)
+        if budget != AUTO or replan is None or partial:
             raise OutOfMemory(oom_message(error, batch_size=batch_size, budget=budget)) from error
         log.warning("out of memory (%s); re-planning once for a smaller budget", error)
     gc.collect()

@@ -1,25 +1,26 @@
 """From one probing step to a :class:`~foxhunt.memory.budget.CostTable`, and a plan applied.
 
-``measure_costs(model, batch, quantiles)`` runs the model on a probe batch four times, each
-measurement on its own pass so no instrument disturbs another, inside a forked RNG:
+``measure_costs(model, batch, quantiles)`` runs the model on a probe batch and on its first
+half, each measurement on its own pass so no instrument disturbs another, inside a forked RNG:
 
 1. plain forward + loss under :class:`SavedTensorMeter`: bytes each segment saves for backward;
 2. every segment checkpointed: bytes each segment still keeps (its inputs, the RNG state);
-3. plain forward with timing hooks: each segment's forward seconds (its recompute price);
-4. plain forward + loss + backward under the peak tracker (CUDA: the allocator's peak): the
-   transient working memory, i.e. whatever the peak holds beyond saved activations, gradients
-   and the batch, per sample.
+3. plain forward + loss + backward under :func:`~foxhunt.memory.moments.moment_peaks`: the
+   peak of each moment (forward, each segment's backward); what it holds beyond the saved
+   activations of that moment is the moment's working memory;
+4. on the half batch only, the same backward again into the gradients of 3 (as a micro-batch
+   after the first): what accumulating adds to each moment;
+5. plain forward with timing hooks: each segment's forward seconds (its recompute price).
 
-The fixed bytes are parameters and buffers, their gradients, AdamW's two moments (2x the
-parameters) and, on CUDA, what was allocated before the probe besides the model (the runtime
-baseline). All per-sample numbers are bytes of the probe divided by its batch size: the probe
-may be smaller than the training batch (a micro-batch that surely fits) and the table still
-predicts the full batch. Nothing here reads the step it predicts.
+The fixed bytes are parameters and buffers, AdamW's two moments (2x the parameters) and, on
+CUDA, what was allocated before the probe besides the model and the batch (the runtime
+baseline). Per-sample numbers are the slope between the two sizes, what does not scale the
+intercept: the probe may be smaller than the training batch (a micro-batch that surely fits)
+and the table still predicts the full batch. Nothing here reads the step it predicts.
 """
 
 from __future__ import annotations
 
-import gc
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -32,13 +33,13 @@ from torch import Tensor, nn
 
 from foxhunt.batch import TFTBatch
 from foxhunt.memory.bench import batch_tensors, measure_saved
-from foxhunt.memory.budget import CostTable, MemoryPlan, SegmentCost, plan_memory
+from foxhunt.memory.budget import CostTable, MemoryPlan, SegmentCost, Working, plan_memory
 from foxhunt.memory.checkpointing import (
     apply_checkpointing,
     checkpointed_segments,
     remove_checkpointing,
 )
-from foxhunt.memory.peak import LiveStorageTracker
+from foxhunt.memory.moments import FORWARD, moment_peaks, state_bytes, tensor_bytes
 from foxhunt.memory.saved import INPUTS
 from foxhunt.model.config import SEGMENTS
 from foxhunt.model.loss import quantile_loss
@@ -53,18 +54,8 @@ ADAMW_STATE_FACTOR = 2  # exp_avg and exp_avg_sq, each the size of the parameter
 LossFn = Callable[[], Tensor]
 
 
-def tensor_bytes(tensors: Sequence[Tensor]) -> int:
-    """Bytes of distinct storages among ``tensors``."""
-    seen = {id(t.untyped_storage()): t.untyped_storage().nbytes() for t in tensors}
-    return sum(seen.values())
-
-
-def state_bytes(model: nn.Module) -> int:
-    return tensor_bytes([*model.parameters(), *model.buffers()])
-
-
 def fixed_bytes(model: nn.Module, extra_bytes: float = 0.0) -> float:
-    """Weights and buffers, AdamW state and ``extra_bytes`` (gradients, runtime baseline)."""
+    """Weights and buffers, AdamW state and ``extra_bytes`` (the runtime baseline)."""
     params = tensor_bytes([p for p in model.parameters() if p.requires_grad])
     return state_bytes(model) + params * ADAMW_STATE_FACTOR + extra_bytes
 
@@ -80,11 +71,11 @@ def measure_costs(
 ) -> CostTable:
     """The cost table of ``model`` measured on ``batch`` and on its first half (the probe).
 
-    Memory is an affine function of the batch size: what does not scale (weights stacked per
-    forward, gradients, the loss) is the intercept and goes to the fixed bytes; the slope
-    between the two sizes is the per-sample cost. ``autocast`` returns the training autocast
-    context; ``runtime_bytes`` overrides the measured runtime baseline. The model's
-    checkpointing, training mode and the RNG are restored afterwards.
+    Memory is an affine function of the batch size: the slope between the two sizes is the
+    per-sample cost, the intercept what does not scale (block buffers, gradients).
+    ``autocast`` returns the training autocast context; ``runtime_bytes`` overrides the
+    measured runtime baseline. The model's checkpointing, training mode and the RNG are
+    restored afterwards.
     """
     big = batch.batch_size
     small = max(1, big // 2)
@@ -92,16 +83,18 @@ def measure_costs(
     names = [name for name in SEGMENTS if hasattr(model, name)]
     device = next(model.parameters()).device
     model.train()
+    runtime = _runtime_bytes(model, batch) if runtime_bytes is None else runtime_bytes
+    full = _head(batch, big)  # a copy: a view would count the storage it views
+    half = _head(batch, small)
     try:
         with torch.random.fork_rng(devices=[device.index or 0] if device.type == "cuda" else []):
-            hi = _probe(model, _loss_fn(model, batch, quantiles, autocast), names)
-            lo = (
-                hi
-                if small == big
-                else _probe(model, _loss_fn(model, _head(batch, small), quantiles, autocast), names)
-            )
+            hi = _probe(model, full, _loss_fn(model, full, quantiles, autocast), names)
+            lo_loss = _loss_fn(model, half, quantiles, autocast)
+            lo = hi if small == big else _probe(model, half, lo_loss, names)
+            grads = [p.grad for p in model.parameters() if p.grad is not None]  # lo's
+            accumulated = moment_peaks(model, lo_loss, names, [*batch_tensors(half), *grads])
             seconds = segment_seconds(
-                model, _loss_fn(model, batch, quantiles, autocast), names, repeats
+                model, _loss_fn(model, full, quantiles, autocast), names, repeats
             )
     finally:
         apply_checkpointing(model, before)
@@ -111,27 +104,44 @@ def measure_costs(
     def slope(a: float, b: float) -> float:
         return (a - b) / (big - small) if big > small else a / big
 
-    segments = tuple(
+    # forward order: the reverse of the order backward reached the segments (static_encoders
+    # runs before past_vsn); a segment whose gradients nothing needs has no moment, goes first
+    reached = [moment for moment in hi.peaks if moment in names]
+    order = [name for name in names if name not in reached] + reached[::-1]
+    segments = [
         SegmentCost(
             name=name,
             saved_bytes=max(0.0, slope(hi.saved(name), lo.saved(name))),
             kept_bytes=max(0.0, slope(hi.kept(name), lo.kept(name))),
             forward_seconds=seconds[name] / big,
         )
-        for name in names
-    )
-    saved = slope(hi.total_saved, lo.total_saved)
-    transient = max(0.0, slope(hi.peak, lo.peak) - saved)
-    grads = tensor_bytes([p for p in model.parameters() if p.requires_grad])
-    # what does not scale: the probe's peak at zero samples, but at least the gradients and
-    # the batch-independent saved tensors (all alive when backward recomputes a segment)
-    intercept = max(hi.peak - big * (saved + transient), grads + hi.total_saved - big * saved)
-    runtime = _runtime_bytes(model, device) if runtime_bytes is None else runtime_bytes
+        for name in order
+    ]
+    other = max(0.0, slope(hi.total_saved, lo.total_saved) - sum(s.saved_bytes for s in segments))
+    held = other  # per sample, saved and alive at each moment of the plain probe
+    alive = {}
+    for seg in segments:
+        alive[seg.name] = held + seg.saved_bytes
+        held += seg.saved_bytes
+    alive[FORWARD] = held
+
+    def working(moment: str) -> Working:
+        if moment not in hi.peaks or moment not in lo.peaks:
+            return Working()  # no backward moment of its own (nothing needs its gradients)
+        per_sample = slope(hi.peaks[moment], lo.peaks[moment]) - alive[moment]
+        extra = accumulated.get(moment, lo.peaks[moment]) - lo.peaks[moment]
+        return Working(
+            fixed=hi.peaks[moment] - big * (alive[moment] + per_sample),
+            per_sample=per_sample,
+            accumulating=max(0.0, extra),
+        )
+
     return CostTable(
-        fixed_bytes=fixed_bytes(model, runtime + intercept),
-        other_saved_bytes=max(0.0, saved - sum(s.saved_bytes for s in segments)),
-        transient_bytes=transient,
-        segments=segments,
+        fixed_bytes=fixed_bytes(model, runtime),
+        other_saved_bytes=other,
+        batch_bytes=slope(hi.batch_bytes, lo.batch_bytes),
+        forward=working(FORWARD),
+        segments=tuple(replace(s, backward=working(s.name)) for s in segments),
     )
 
 
@@ -139,7 +149,8 @@ def measure_costs(
 class _Probe:
     plain: dict[str, int]  # bytes saved for backward by owner, nothing checkpointed
     checkpointed: dict[str, int]  # the same with every segment checkpointed
-    peak: float  # peak bytes of forward + loss + backward beyond weights and buffers
+    peaks: dict[str, float]  # peak bytes of each moment beyond weights and buffers
+    batch_bytes: float
 
     @property
     def total_saved(self) -> float:
@@ -152,13 +163,16 @@ class _Probe:
         return float(self.checkpointed.get(name + INPUTS, 0) + self.checkpointed.get(name, 0))
 
 
-def _probe(model: nn.Module, loss_fn: LossFn, names: Sequence[str]) -> _Probe:
+def _probe(model: nn.Module, batch: TFTBatch, loss_fn: LossFn, names: Sequence[str]) -> _Probe:
     remove_checkpointing(model)
     plain = measure_saved(model, loss_fn).by_owner
     apply_checkpointing(model, names)
     kept = measure_saved(model, loss_fn).by_owner
     remove_checkpointing(model)
-    return _Probe(plain, kept, _peak_above_state(model, loss_fn))
+    model.zero_grad(set_to_none=True)
+    tensors = batch_tensors(batch)
+    peaks = moment_peaks(model, loss_fn, names, tensors)
+    return _Probe(plain, kept, peaks, float(tensor_bytes(tensors)))
 
 
 def _head(batch: TFTBatch, n: int) -> TFTBatch:
@@ -216,32 +230,14 @@ def segment_seconds(
     return best
 
 
-def _peak_above_state(model: nn.Module, loss_fn: LossFn) -> float:
-    """Peak bytes of forward + loss + backward beyond parameters, buffers and the batch (saved
-    activations, gradients and transient working memory)."""
+def _runtime_bytes(model: nn.Module, batch: TFTBatch) -> float:
+    """CUDA bytes allocated outside the model and the batch (other tensors, the runtime's
+    own); 0 on CPU, where the peak tracker counts tensors only."""
     device = next(model.parameters()).device
-    model.zero_grad(set_to_none=True)
-    gc.collect()
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-        torch.cuda.reset_peak_memory_stats(device)
-        base = torch.cuda.memory_allocated(device)
-        loss_fn().backward()
-        torch.cuda.synchronize(device)
-        return float(torch.cuda.max_memory_allocated(device) - base)
-    tracker = LiveStorageTracker()
-    tracker.track(*model.parameters(), *model.buffers())
-    with tracker:
-        loss_fn().backward()
-    return float(tracker.peak - state_bytes(model))
-
-
-def _runtime_bytes(model: nn.Module, device: torch.device) -> float:
-    """CUDA bytes allocated outside the model (other tensors, the runtime's own); 0 on CPU,
-    where the peak tracker counts tensors only."""
     if device.type != "cuda":
         return 0.0
-    return float(max(0, torch.cuda.memory_allocated(device) - state_bytes(model)))
+    held = state_bytes(model) + tensor_bytes(batch_tensors(batch))
+    return float(max(0, torch.cuda.memory_allocated(device) - held))
 
 
 def _sync(device: torch.device) -> None:
@@ -273,21 +269,6 @@ def apply_plan(model: nn.Module, plan: MemoryPlan) -> int | None:
     """Checkpoint the plan's segments; return the trainer's micro-batch size (None: whole)."""
     apply_checkpointing(model, plan.checkpointing)
     return plan.micro_batch_size if plan.accumulation_steps > 1 else None
-
-
-def measure_step_peak(trainer: Trainer, batch: TFTBatch) -> int:
-    """Measured peak bytes of one real ``trainer.train_step`` on CPU (the live tensor
-    storages: weights, buffers, AdamW state, batch, activations, gradients, temporaries).
-    Takes one unmeasured step first so that the optimizer state exists, as in training."""
-    trainer.train_step(batch)
-    gc.collect()
-    tracker = LiveStorageTracker()
-    state = [t for s in trainer.optimizer.state.values() for t in s.values() if torch.is_tensor(t)]
-    tracker.track(*trainer.model.parameters(), *trainer.model.buffers(), *state)
-    tracker.track(*batch_tensors(batch))
-    with tracker:
-        trainer.train_step(batch)
-    return tracker.peak
 
 
 def plan_trainer(trainer: Trainer, budget_bytes: float) -> MemoryPlan:

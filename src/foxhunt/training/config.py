@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import torch
+
 from foxhunt.config_fields import check_known_fields
-from foxhunt.errors import ConfigError
+from foxhunt.errors import ConfigError, FoxhuntError
 
 DEVICES = ("auto", "cpu", "cuda")
 PRECISIONS = ("fp32", "bf16", "fp16")
@@ -76,3 +78,13 @@ class TrainingConfig:
     def from_dict(cls, data: dict[str, Any]) -> TrainingConfig:
         check_known_fields(cls, data, "training config")
         return cls(**data)
+
+
+def resolve_device(name: str, index: int | None = None) -> torch.device:
+    """The device ``TrainingConfig.device`` names; `index` picks the GPU (a DDP rank's
+    LOCAL_RANK) and is ignored on CPU."""
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda" and not torch.cuda.is_available():
+        raise FoxhuntError("--device cuda was requested but no CUDA device is available; use cpu")
+    return torch.device(name, index) if name == "cuda" and index is not None else torch.device(name)

@@ -18,8 +18,9 @@ from tqdm import tqdm
 
 from foxhunt.batch import TFTBatch
 from foxhunt.errors import FoxhuntError
+from foxhunt.memory.oom import optimizer_step_oom
 from foxhunt.model.loss import quantile_loss
-from foxhunt.training.config import TrainingConfig
+from foxhunt.training.config import TrainingConfig, resolve_device
 from foxhunt.training.distributed import all_reduce_sum, rank_step_seed, wrap_ddp
 from foxhunt.training.inference import make_loader, predict_windows
 from foxhunt.training.sampler import EpochBatchSampler
@@ -55,15 +56,6 @@ class Callback(Protocol):
     def on_epoch_start(self, trainer: Trainer) -> None: ...
     def on_step_end(self, trainer: Trainer, loss: float) -> None: ...
     def on_epoch_end(self, trainer: Trainer, record: dict[str, float]) -> None: ...
-
-
-def resolve_device(name: str, index: int | None = None) -> torch.device:
-    """`index` picks the GPU (a DDP rank's LOCAL_RANK); it is ignored on CPU."""
-    if name == "auto":
-        name = "cuda" if torch.cuda.is_available() else "cpu"
-    if name == "cuda" and not torch.cuda.is_available():
-        raise FoxhuntError("--device cuda was requested but no CUDA device is available; use cpu")
-    return torch.device(name, index) if name == "cuda" and index is not None else torch.device(name)
 
 
 class Trainer:
@@ -160,7 +152,8 @@ class Trainer:
         if self.config.grad_clip > 0:
             self.scaler.unscale_(self.optimizer)
             nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
-        self.scaler.step(self.optimizer)
+        with optimizer_step_oom():  # out of memory now: the weights may be partly updated
+            self.scaler.step(self.optimizer)
         self.scaler.update()
         self.state.nonfinite_in_a_row = 0
         self.state.global_step += 1
