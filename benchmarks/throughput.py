@@ -36,6 +36,7 @@ import torch
 from torch import Tensor, nn
 
 from foxhunt import TemporalFusionTransformer, TFTBatch, TFTConfig, quantile_loss
+from foxhunt.model import grn_tail
 
 QUANTILES = (0.02, 0.1, 0.25, 0.5, 0.75, 0.9, 0.98)
 PF_INSTALL_HINT = (
@@ -441,6 +442,41 @@ def _median_seconds(fn: Callable[[], object], reps: int) -> float:
     return statistics.median(times)
 
 
+class OtherCores:
+    """Context manager: cores other processes kept busy while the block ran (``value``)."""
+
+    def __enter__(self) -> OtherCores:
+        self.value: float | None = None
+        self._own = resource.getrusage(resource.RUSAGE_SELF)
+        self._machine = cpu_sample()
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        wall = time.perf_counter() - self._start
+        busy = machine_busy_cores(self._machine, cpu_sample())
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        used = own.ru_utime + own.ru_stime - self._own.ru_utime - self._own.ru_stime
+        if busy is not None and wall > 0:
+            self.value = max(0.0, busy - used / wall)
+
+
+def _quiet_median_seconds(
+    fn: Callable[[], object], reps: int, config: BenchConfig
+) -> tuple[float, float | None]:
+    """Median seconds of `fn` and the cores others used meanwhile; with a quiet wait
+    configured, measured again (up to 3 tries) when others used more than `quiet_cores`."""
+    tries = 3 if config.quiet_wait_s > 0 else 1
+    for attempt in range(tries):
+        if attempt:
+            wait_until_quiet(config.quiet_wait_s, config.quiet_cores)
+        with OtherCores() as others:
+            seconds = _median_seconds(fn, reps)
+        if others.value is None or others.value <= config.quiet_cores:
+            break
+    return seconds, others.value
+
+
 @dataclass(frozen=True, kw_only=True)
 class InferenceResult:
     latency_ms: float
@@ -448,6 +484,10 @@ class InferenceResult:
     batch_size: int
     throughput_windows_per_s: float | None
     """Windows per second at `batch_size` (None: not measured)."""
+    other_cores_latency: float | None = None
+    """Cores other processes kept busy while the latency was measured."""
+    other_cores_throughput: float | None = None
+    """Cores other processes kept busy while the throughput was measured."""
 
 
 def measure_inference(
@@ -459,18 +499,24 @@ def measure_inference(
     with torch.no_grad():
         for _ in range(3):
             runner.predict(one)
-        latency = _median_seconds(lambda: runner.predict(one), config.latency_reps)
-        throughput = None
+        latency, latency_others = _quiet_median_seconds(
+            lambda: runner.predict(one), config.latency_reps, config
+        )
+        throughput = throughput_others = None
         if large:
             big_shape = replace(shape, batch_size=config.inference_batch)
             big = runner.prepare(synthetic_batch(big_shape, generator))
             runner.predict(big)
-            seconds = _median_seconds(lambda: runner.predict(big), config.inference_reps)
+            seconds, throughput_others = _quiet_median_seconds(
+                lambda: runner.predict(big), config.inference_reps, config
+            )
             throughput = config.inference_batch / seconds
     return InferenceResult(
         latency_ms=1e3 * latency,
         batch_size=config.inference_batch,
         throughput_windows_per_s=throughput,
+        other_cores_latency=latency_others,
+        other_cores_throughput=throughput_others,
     )
 
 
@@ -682,6 +728,7 @@ def source_state() -> str | None:
 def machine_info(threads: int) -> dict[str, Any]:
     return {
         "foxhunt_source": source_state(),
+        "fused_cpu_kernel": grn_tail.load() is not None,
         "cpu_count": os.cpu_count(),
         "torch_threads": threads,
         "torch": torch.__version__,
@@ -836,8 +883,16 @@ def format_report(report: Report) -> str:
         if result is None or result.inference is None:
             return "n/a", "n/a"
         i = result.inference
-        return _fmt(i.latency_ms, ".2f"), _fmt(i.throughput_windows_per_s, ",.0f")
 
+        def mark(text: str, others: float | None) -> str:
+            return text + (" *" if others is not None and others > quiet else "")
+
+        return (
+            mark(_fmt(i.latency_ms, ".2f"), i.other_cores_latency),
+            mark(_fmt(i.throughput_windows_per_s, ",.0f"), i.other_cores_throughput),
+        )
+
+    quiet = report.config["quiet_cores"]
     pf_lat, pf_thr = inf(pf)
     fox_lat, fox_thr = inf(fox)
     shape = report.config["shape"]
@@ -875,6 +930,8 @@ def format_report(report: Report) -> str:
         row(f"inference windows/s, batch {report.config['inference_batch']}", pf_thr, fox_thr),
         "",
     ]
+    if any(" *" in cell for cell in (pf_lat, pf_thr, fox_lat, fox_thr)):
+        lines.append(f"* other processes kept more than {quiet} cores busy during this measurement")
     if report.median_ratio is not None:
         per = ", ".join(f"{r:.2f}" for r in report.ratios)
         lines.append(f"foxhunt / pf training samples/s: median {report.median_ratio:.2f}x ({per})")
@@ -918,7 +975,8 @@ def format_report(report: Report) -> str:
         load += f", at end {end[0]:.2f}/{end[1]:.2f}/{end[2]:.2f}"
     lines.append(load)
     lines.append(
-        f"foxhunt source: {report.machine.get('foxhunt_source') or 'unknown'}; "
+        f"foxhunt source: {report.machine.get('foxhunt_source') or 'unknown'}; fused CPU kernel "
+        f"{'on' if report.machine.get('fused_cpu_kernel') else 'OFF (ATen path)'}; "
         f"torch {report.machine['torch']}, {report.machine['cpu_count']} CPUs"
     )
     background = report.machine.get("background_busy_cores") or []

@@ -7,7 +7,7 @@ import copy
 import pytest
 import torch
 
-from foxhunt.model import fused_grns
+from foxhunt.model import fused_grns, grn_tail
 from foxhunt.model.reference import (
     ReferenceVariableSelectionNetwork,
     copy_fast_to_reference,
@@ -50,9 +50,20 @@ def tiny_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fused_grns, "BLOCK_ELEMENTS_PER_THREAD", 16)
 
 
+@pytest.fixture(params=["kernel", "aten"])
+def fused_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test with the C++ tail (grn_tail.cpp) and with the ATen path."""
+    if request.param == "kernel" and grn_tail.load() is None:
+        pytest.skip("the fused CPU kernel could not be built here (no C++ compiler?)")
+    monkeypatch.setenv("FOXHUNT_FUSED_KERNEL", "1" if request.param == "kernel" else "0")
+    return str(request.param)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("case", list(CASES))
-def test_fast_equals_reference_forward_and_gradients(case: str, dtype: torch.dtype) -> None:
+def test_fast_equals_reference_forward_and_gradients(
+    case: str, dtype: torch.dtype, fused_path: str
+) -> None:
     ref, fast, (real, codes, ctx) = build(case, dtype)
     out_ref, w_ref = ref(real, codes, ctx)
     out_fast, w_fast = fast(real, codes, ctx)
@@ -144,7 +155,7 @@ def test_dropout_follows_train_and_eval() -> None:
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_fast_equals_reference_at_the_reference_size(
-    monkeypatch: pytest.MonkeyPatch, dtype: torch.dtype
+    monkeypatch: pytest.MonkeyPatch, dtype: torch.dtype, fused_path: str
 ) -> None:
     """220 past variables, d_var 16, hidden 64, default (cache-sized) blocks."""
     monkeypatch.setattr(fused_grns, "BLOCK_ELEMENTS_PER_THREAD", 1 << 18)

@@ -4,8 +4,10 @@ Done with autograd, n = 220 GRNs over 64 steps x batch 32 materialize a dozen
 [n, rows, d_model] tensors (29M floats each) and stream them through memory forward and
 back. This op instead walks blocks of (variables, rows) small enough to stay in cache,
 saves only its inputs, and recomputes a block's activations in backward; the matmuls are
-batched over the variables of a block (bmm). Forward and backward are written out by hand;
-tests compare them with autograd on the plain per-variable GRNs (reference.py).
+batched over the variables of a block (bmm). The elementwise tail of each block (GLU,
+residual, LayerNorm, weighted sum) runs in one C++ pass on CPU (grn_tail.cpp) and as ATen
+ops elsewhere. Forward and backward are written out by hand; tests compare both paths with
+autograd on the plain per-variable GRNs (reference.py).
 
 Shapes: n variables, R rows, k input features (the last the constant 1), g GRN hidden,
 d output; weights are "augmented" (see variable_grns.py): their last input row is the bias.
@@ -14,11 +16,14 @@ d output; weights are "augmented" (see variable_grns.py): their last input row i
 from __future__ import annotations
 
 from collections.abc import Iterator
+from types import ModuleType
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+
+from foxhunt.model import grn_tail
 
 #: Cells (variable, row) per block are chosen so that each thread's share of the block's
 #: widest activation, [variables, rows, 2 * d] floats, stays near this many elements
@@ -44,30 +49,31 @@ def fused_weighted_grns(
     return out
 
 
-def _blocks(n: int, rows: int, cells: int) -> Iterator[tuple[range, slice]]:
+def _blocks(n: int, rows: int, cells: int) -> Iterator[tuple[slice, slice]]:
     """(variables, rows) blocks covering [n, rows] with about ``cells`` cells each."""
     nv = max(1, min(n, cells // rows))
     nr = min(rows, max(1, cells // nv))
     for v in range(0, n, nv):
         for r in range(0, rows, nr):
-            yield range(v, min(v + nv, n)), slice(r, r + nr)
+            yield slice(v, min(v + nv, n)), slice(r, r + nr)
+
+
+def _kernel(*tensors: Tensor) -> ModuleType | None:
+    """The C++ tail when it applies to these tensors (float32 on CPU), else None."""
+    return grn_tail.load() if grn_tail.usable(*tensors) else None
 
 
 def _gated(
     z: Tensor, mask: Tensor | None, in_w: Tensor, fc2: Tensor, glu: Tensor
-) -> tuple[Tensor, ...]:
-    """Eqs. 2-4 up to the LayerNorm for one block: [v, r, k] -> y [v, r, d].
-
-    Also returns the intermediates backward needs: [eta_2, 1], [eta_1, 1], the GLU input.
-    """
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Eqs. 2-4 up to the GLU for one block, z [v, r, k]: [eta_2, 1], [eta_1, 1] and the GLU
+    input [v, r, 2d]."""
     g = fc2.shape[-1] - 1
-    a2 = F.elu(torch.bmm(z, in_w[..., : g + 1]))  # [eta_2, 1] [v, r, g + 1]
+    a2 = F.elu(torch.bmm(z, in_w[..., : g + 1]))  # [eta_2, 1]: ELU(1) = 1 passes the 1 on
     e1 = torch.bmm(a2, fc2)  # [eta_1, 1] [v, r, g + 1]
     if mask is not None:
-        e1[..., :g].mul_(mask)  # dropout
-    gl = torch.bmm(e1, glu)  # [v, r, 2d]
-    y = F.glu(gl, dim=-1).baddbmm_(z, in_w[..., g + 1 :])  # GLU + skip [v, r, d]
-    return a2, e1, gl, y
+        e1[..., :g].mul_(mask.view(torch.uint8))  # dropout (a uint8 factor: 3x a bool's speed)
+    return a2, e1, torch.bmm(e1, glu)
 
 
 class _FusedWeightedGRNs(torch.autograd.Function):
@@ -83,16 +89,23 @@ class _FusedWeightedGRNs(torch.autograd.Function):
         ctx.save_for_backward(z, weights, mask, *params)
         ctx.cells = cells
         in_w, fc2, glu, norm_w, norm_b = params
-        d = norm_w.shape[-1]
+        kernel = _kernel(z, weights, *params)
+        skip_ws = in_w[..., fc2.shape[-1] :].contiguous()  # [n, k, d]
         weights_t = weights.t().contiguous()  # [n, R]
         out = weights @ norm_b  # [R, d]: the LayerNorm biases, sum_j w_j b_j
         for vs, rs in _blocks(z.shape[0], z.shape[1], cells):
-            block = slice(vs.start, vs.stop)
-            mask_b = None if mask is None else mask[block, rs]
-            y = _gated(z[block, rs], mask_b, in_w[block], fc2[block], glu[block])[-1]
-            for i, j in enumerate(vs):  # eq. 8: LayerNorm (weight only), weighted sum
-                normed = F.layer_norm(y[i], (d,), norm_w[j], None, EPS)  # [r, d]
-                out[rs].addcmul_(normed, weights_t[j, rs].unsqueeze(-1))
+            mask_b = None if mask is None else mask[vs, rs]
+            zb, skip_w = z[vs, rs], skip_ws[vs]
+            _, _, gl = _gated(zb, mask_b, in_w[vs], fc2[vs], glu[vs])
+            w_b = weights_t[vs, rs]
+            if kernel is not None:
+                args = (gl, zb.contiguous(), skip_w, w_b.contiguous(), norm_w[vs])
+                kernel.forward(*args, out[rs], EPS)
+                continue
+            y = F.glu(gl, dim=-1).baddbmm_(zb, skip_w)  # GLU + skip [v, r, d]
+            for i, j in enumerate(range(vs.start, vs.stop)):  # eq. 8, per variable
+                normed = F.layer_norm(y[i], y.shape[-1:], norm_w[j], None, EPS)  # [r, d]
+                out[rs].addcmul_(normed, w_b[i].unsqueeze(-1))
         return out
 
     @staticmethod
@@ -108,7 +121,9 @@ def _backward(
     saved: tuple[Tensor, ...], cells: int, need_z: bool, grad_out: Tensor
 ) -> tuple[Tensor | None, ...]:
     z, weights, mask, in_w, fc2, glu, norm_w, norm_b = saved
-    g, d = fc2.shape[-1] - 1, norm_w.shape[-1]
+    g = fc2.shape[-1] - 1
+    kernel = _kernel(z, weights, in_w, fc2, glu, norm_w, norm_b, grad_out)
+    skip_ws = in_w[..., g + 1 :].contiguous()  # [n, k, d]
     weights_t = weights.t().contiguous()  # [n, R]
     d_in_w, d_fc2, d_glu = torch.zeros_like(in_w), torch.zeros_like(fc2), torch.zeros_like(glu)
     d_norm_w = torch.zeros_like(norm_w)
@@ -116,32 +131,50 @@ def _backward(
     d_weights_t = norm_b @ grad_out.t()  # [n, R]
     d_z = torch.zeros_like(z) if need_z else None
     for vs, rs in _blocks(z.shape[0], z.shape[1], cells):
-        block = slice(vs.start, vs.stop)
-        zb, mask_b = z[block, rs], None if mask is None else mask[block, rs]
-        a2, e1, gl, y = _gated(zb, mask_b, in_w[block], fc2[block], glu[block])
-        grad_b = grad_out[rs]  # [r, d]
-        d_y = torch.empty_like(y)
-        for i, j in enumerate(vs):  # LayerNorm and weighted sum, per variable
-            normed, mean, rstd = torch.native_layer_norm(y[i], (d,), norm_w[j], None, EPS)
-            d_weights_t[j, rs] += torch.linalg.vecdot(grad_b, normed)
-            d_normed = grad_b * weights_t[j, rs].unsqueeze(-1)  # [r, d]
-            d_y[i], d_gamma, _ = torch.ops.aten.native_layer_norm_backward(
-                d_normed, y[i], (d,), mean, rstd, norm_w[j], None, [True, True, False]
-            )
-            d_norm_w[j] += d_gamma
-        # GLU (its input gl = [eta_1, 1] @ glu), dropout, eta_1 = [eta_2, 1] @ fc2
-        d_gl = torch.ops.aten.glu_backward(d_y, gl, -1)  # [v, r, 2d]
-        d_glu[block].baddbmm_(e1.transpose(1, 2), d_gl)
-        d_e1 = torch.bmm(d_gl, glu[block, :g].transpose(1, 2))  # [v, r, g]
+        zb, mask_b = z[vs, rs], None if mask is None else mask[vs, rs]
+        a2, e1, gl = _gated(zb, mask_b, in_w[vs], fc2[vs], glu[vs])
+        w_b, grad_b, skip_w = weights_t[vs, rs].contiguous(), grad_out[rs], skip_ws[vs]
+        if kernel is not None:
+            d_gl, d_w = torch.empty_like(gl), torch.empty_like(w_b)
+            d_y = gl.new_empty(*gl.shape[:-1], skip_w.shape[-1])
+            args = (gl, zb.contiguous(), skip_w, w_b, norm_w[vs], grad_b)
+            kernel.backward(*args, d_gl, d_y, d_w, d_norm_w[vs], EPS)
+            d_weights_t[vs, rs] += d_w
+        else:
+            skip = torch.bmm(zb, skip_w)
+            d_w, d_gain = d_weights_t[vs, rs], d_norm_w[vs]  # views, added into
+            d_y, d_gl = _tail_backward(gl, skip, w_b, norm_w[vs], grad_b, d_w, d_gain)
+        # GLU input gl = [eta_1, 1] @ glu, dropout, eta_1 = [eta_2, 1] @ fc2
+        d_glu[vs].baddbmm_(e1.transpose(1, 2), d_gl)
+        d_e1 = torch.bmm(d_gl, glu[vs, :g].transpose(1, 2))  # [v, r, g]
         if mask_b is not None:
-            d_e1.mul_(mask_b)
-        d_fc2[block, :, :g].baddbmm_(a2.transpose(1, 2), d_e1)
-        d_a2 = torch.bmm(d_e1, fc2[block, :g, :g].transpose(1, 2))  # [v, r, g]
+            d_e1.mul_(mask_b.view(torch.uint8))
+        d_fc2[vs, :, :g].baddbmm_(a2.transpose(1, 2), d_e1)
+        d_a2 = torch.bmm(d_e1, fc2[vs, :g, :g].transpose(1, 2))  # [v, r, g]
         d_pre = torch.ops.aten.elu_backward(d_a2, 1.0, 1.0, 1.0, True, a2[..., :g])
         # the input map: fc1 pre-activation and skip
-        d_in_w[block, :, :g].baddbmm_(zb.transpose(1, 2), d_pre)
-        d_in_w[block, :, g + 1 :].baddbmm_(zb.transpose(1, 2), d_y)
+        d_in_w[vs, :, :g].baddbmm_(zb.transpose(1, 2), d_pre)
+        d_in_w[vs, :, g + 1 :].baddbmm_(zb.transpose(1, 2), d_y)
         if d_z is not None:
-            d_z[block, rs] = torch.bmm(d_pre, in_w[block, :, :g].transpose(1, 2))
-            d_z[block, rs].baddbmm_(d_y, in_w[block, :, g + 1 :].transpose(1, 2))
+            d_zb = torch.bmm(d_pre, in_w[vs, :, :g].transpose(1, 2))
+            d_z[vs, rs] = d_zb.baddbmm_(d_y, in_w[vs, :, g + 1 :].transpose(1, 2))
     return d_z, d_weights_t.t(), d_in_w, d_fc2, d_glu, d_norm_w, d_norm_b
+
+
+def _tail_backward(
+    gl: Tensor, skip: Tensor, w: Tensor, gain: Tensor, grad: Tensor, d_w: Tensor, d_gain: Tensor
+) -> tuple[Tensor, Tensor]:
+    """grn_tail.cpp's backward in ATen: returns d_y [v, r, d] and d_gl [v, r, 2d]; adds into
+    d_w [v, r] and d_gain [v, d]."""
+    d = skip.shape[-1]
+    y = F.glu(gl, dim=-1).add_(skip)  # [v, r, d]
+    d_y = torch.empty_like(y)
+    for i in range(y.shape[0]):  # LayerNorm and weighted sum, per variable
+        normed, mean, rstd = torch.native_layer_norm(y[i], (d,), gain[i], None, EPS)
+        d_w[i] += torch.linalg.vecdot(grad, normed)
+        d_normed = grad * w[i].unsqueeze(-1)  # [r, d]
+        d_y[i], d_gamma, _ = torch.ops.aten.native_layer_norm_backward(
+            d_normed, y[i], (d,), mean, rstd, gain[i], None, [True, True, False]
+        )
+        d_gain[i] += d_gamma
+    return d_y, torch.ops.aten.glu_backward(d_y, gl, -1)
