@@ -14,6 +14,7 @@ import hashlib
 import logging
 import os
 import platform
+import shutil
 import warnings
 from pathlib import Path
 from types import ModuleType
@@ -59,9 +60,21 @@ def load() -> ModuleType | None:
     return _module if isinstance(_module, ModuleType) else None
 
 
+def _ninja_on_path() -> None:
+    """torch builds with the ``ninja`` on PATH; the pip package's counts too."""
+    if shutil.which("ninja") is not None:
+        return
+    try:
+        import ninja
+    except ImportError:
+        return
+    os.environ["PATH"] = os.pathsep.join([ninja.BIN_DIR, os.environ.get("PATH", "")])
+
+
 def _build() -> ModuleType | None:
     from torch.utils import cpp_extension
 
+    _ninja_on_path()
     flags = ["-O3", "-ffast-math", "-fopenmp", *_arch_flags()]
     identity = SOURCE.read_bytes() + " ".join(flags).encode() + _cpu_features()
     key = hashlib.sha256(identity + torch.__version__.encode()).hexdigest()[:12]
