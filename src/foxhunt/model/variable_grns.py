@@ -14,6 +14,7 @@ separately and the bias gradients come out of the weight-gradient matmuls.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -105,7 +106,21 @@ class VariableGRNs(nn.Module):
 
 def _with_bias(weight: Tensor, bias: Tensor) -> Tensor:
     """[n, in, out], [n, out] -> [n, in + 1, out]: x @ W + b as [x, 1] @ [[W], [b]]."""
-    return torch.cat([weight, bias.unsqueeze(1)], dim=1)
+    return torch.cat([_ContiguousGrad.apply(weight), _ContiguousGrad.apply(bias).unsqueeze(1)], 1)
+
+
+class _ContiguousGrad(torch.autograd.Function):
+    """Identity whose gradient leaves contiguous. ``cat`` hands back strided slices of one
+    gradient; reaching the parameters so, they would not match DDP's bucket views (which warns
+    and copies every step)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor) -> Tensor:
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> Tensor:
+        return grad.contiguous()
 
 
 def _carry_one(augmented: Tensor, width: int) -> Tensor:
