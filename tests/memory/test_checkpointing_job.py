@@ -9,32 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from small_jobs import small_run_config
 
-from foxhunt.data import DataConfig
-from foxhunt.model.config import TFTConfig
 from foxhunt.run import HISTORY_FILE, RunConfig
-from foxhunt.training.config import TrainingConfig
 from foxhunt.training.job import train
 
 
 def run_config(checkpointing: str | tuple[str, ...]) -> RunConfig:
-    model = TFTConfig(
-        num_static=0,
-        num_past=1,
-        num_future=0,
-        lookback=16,
-        horizon=4,
-        hidden_size=16,
-        variable_hidden_size=4,
-        attention_heads=2,
-        dropout=0.2,
-        checkpointing=checkpointing,
-    )
-    training = TrainingConfig(
-        epochs=1, batch_size=32, max_steps_per_epoch=4, patience=0, device="cpu", seed=3
-    )
-    data = DataConfig(synthetic_days=8, lookback=16, horizon=4)
-    return RunConfig(data=data, model=model, training=training)
+    return small_run_config(batch_size=32, max_steps=4, checkpointing=checkpointing)
 
 
 def history(folder: Path) -> list[dict[str, Any]]:

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 import torch
+from small_jobs import small_run_config
 
-from foxhunt.data import DataConfig
 from foxhunt.errors import ConfigError
 from foxhunt.memory.oom import (
     AUTO,
@@ -21,10 +21,7 @@ from foxhunt.memory.oom import (
     optimizer_step_oom,
     parse_budget,
 )
-from foxhunt.model.config import TFTConfig
-from foxhunt.run import RunConfig
 from foxhunt.storage.local import LocalStorage
-from foxhunt.training.config import TrainingConfig
 from foxhunt.training.job import JobOptions, train
 
 
@@ -135,33 +132,13 @@ def test_oom_in_the_optimizer_step_ends_the_run_even_with_auto() -> None:
     assert "Tried to allocate 2.00 GiB" in str(info.value)
 
 
-def small_job() -> RunConfig:
-    model = TFTConfig(
-        num_static=0,
-        num_past=1,
-        num_future=0,
-        lookback=16,
-        horizon=4,
-        hidden_size=16,
-        variable_hidden_size=4,
-        attention_heads=2,
-        dropout=0.2,
-    )
-    training = TrainingConfig(
-        epochs=1, batch_size=16, max_steps_per_epoch=3, patience=0, device="cpu", seed=3
-    )
-    return RunConfig(
-        data=DataConfig(synthetic_days=8, lookback=16, horizon=4), model=model, training=training
-    )
-
-
 def test_oom_in_optimizer_step_of_a_job_keeps_the_last_checkpoint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The third optimizer step updates the weights, then runs out of memory: the run ends
     with the flags, the checkpoint of step 2 is the latest, and resuming from it trains
     exactly as a run that never ran out."""
-    straight = train(small_job(), tmp_path / "straight")
+    straight = train(small_run_config(batch_size=16, max_steps=3), tmp_path / "straight")
     step, calls = torch.optim.AdamW.step, []
 
     def step_then_oom(self: torch.optim.AdamW, *args: Any, **kwargs: Any) -> Any:
@@ -174,9 +151,11 @@ def test_oom_in_optimizer_step_of_a_job_keeps_the_last_checkpoint(
     monkeypatch.setattr(torch.optim.AdamW, "step", step_then_oom)
     run, options = tmp_path / "run", JobOptions(checkpoint_every=1, keep_checkpoints=10)
     with pytest.raises(OutOfMemory, match=r"in the optimizer step .*--resume.*--batch-size 8"):
-        train(small_job(), run, options=options)
+        train(small_run_config(batch_size=16, max_steps=3), run, options=options)
     monkeypatch.undo()
     assert len(calls) == 3
     assert LocalStorage(run / "checkpoints").list() == ["step-000000001", "step-000000002"]
-    resumed = train(small_job(), run, options=replace(options, resume=True))
+    resumed = train(
+        small_run_config(batch_size=16, max_steps=3), run, options=replace(options, resume=True)
+    )
     assert resumed.metrics["test"] == straight.metrics["test"]
