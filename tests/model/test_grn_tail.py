@@ -56,3 +56,20 @@ def test_kernel_equals_aten_with_dropout(
     with_aten = _run(grns, z, w, seed=5)
     for i, (a, b) in enumerate(zip(with_kernel, with_aten, strict=True)):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4, msg=f"tensor {i}")
+
+
+@pytest.mark.parametrize("where", ["gate", "value"])
+def test_kernel_propagates_nan(monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    """A NaN weight must give a NaN output (the trainer skips non-finite losses), not a
+    number: the kernel's exp clamps its argument, and a NaN must not be clamped."""
+    if grn_tail.load() is None:
+        pytest.skip("the fused CPU kernel could not be built here")
+    monkeypatch.setenv("FOXHUNT_FUSED_KERNEL", "1")
+    torch.manual_seed(0)
+    grns = VariableGRNs(3, 4, 4, 8, dropout=0.0).eval()
+    column = 8 + 2 if where == "gate" else 2  # glu_weight columns: [values (8) | gates (8)]
+    with torch.no_grad():
+        grns.glu_weight[1, :, column] = float("nan")
+    z = torch.cat([torch.randn(3, 5, 4), torch.ones(3, 5, 1)], dim=-1)
+    out = grns(z, grns.input_weight(), torch.full((5, 3), 1 / 3))
+    assert torch.isnan(out).any()

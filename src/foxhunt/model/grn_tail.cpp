@@ -21,9 +21,11 @@
 namespace {
 
 // Cephes' expf: relative error < 1e-7 on [-87, 88] (clamped outside), and unlike a libm
-// call it vectorizes inline.
+// call it vectorizes inline. The clamp is written with comparisons so that a NaN stays NaN
+// (fmin/fmax would return the bound) and the trainer's non-finite check still sees it.
 inline float exp_approx(float x) {
-  x = std::fmin(std::fmax(x, -87.0f), 88.0f);
+  x = x < -87.0f ? -87.0f : x;
+  x = x > 88.0f ? 88.0f : x;
   const float n = std::floor(x * 1.44269504088896341f + 0.5f);  // x = n ln2 + r
   const float r = x - n * 0.693359375f + n * 2.12194440e-4f;
   float p = 1.9875691500e-4f;

@@ -75,7 +75,8 @@ def _build() -> ModuleType | None:
     from torch.utils import cpp_extension
 
     _ninja_on_path()
-    flags = ["-O3", "-ffast-math", "-fopenmp", *_arch_flags()]
+    # fast-math for vectorized reductions and reciprocals, but NaN and inf keep their meaning
+    flags = ["-O3", "-ffast-math", "-fno-finite-math-only", "-fopenmp", *_arch_flags()]
     identity = SOURCE.read_bytes() + " ".join(flags).encode() + _cpu_features()
     key = hashlib.sha256(identity + torch.__version__.encode()).hexdigest()[:12]
     log.info("loading foxhunt's fused CPU kernel (its first build on a machine takes ~1 min)")
