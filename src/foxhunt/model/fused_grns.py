@@ -58,9 +58,11 @@ def _blocks(n: int, rows: int, cells: int) -> Iterator[tuple[slice, slice]]:
             yield slice(v, min(v + nv, n)), slice(r, r + nr)
 
 
-def _kernel(*tensors: Tensor) -> ModuleType | None:
-    """The C++ tail when it applies to these tensors (float32 on CPU), else None."""
-    return grn_tail.load() if grn_tail.usable(*tensors) else None
+def _tail(*tensors: Tensor) -> Any:
+    """The block tail for these tensors: the C++ kernel (float32 on CPU, when it builds) or
+    its ATen twin; both have ``forward`` and ``backward`` with the same signatures."""
+    kernel: ModuleType | None = grn_tail.load() if grn_tail.usable(*tensors) else None
+    return kernel if kernel is not None else AtenTail
 
 
 def _gated(
@@ -89,7 +91,7 @@ class _FusedWeightedGRNs(torch.autograd.Function):
         ctx.save_for_backward(z, weights, mask, *params)
         ctx.cells = cells
         in_w, fc2, glu, norm_w, norm_b = params
-        kernel = _kernel(z, weights, *params)
+        tail = _tail(z, weights, *params)
         skip_ws = in_w[..., fc2.shape[-1] :].contiguous()  # [n, k, d]
         weights_t = weights.t().contiguous()  # [n, R]
         out = weights @ norm_b  # [R, d]: the LayerNorm biases, sum_j w_j b_j
@@ -97,15 +99,8 @@ class _FusedWeightedGRNs(torch.autograd.Function):
             mask_b = None if mask is None else mask[vs, rs]
             zb, skip_w = z[vs, rs], skip_ws[vs]
             _, _, gl = _gated(zb, mask_b, in_w[vs], fc2[vs], glu[vs])
-            w_b = weights_t[vs, rs]
-            if kernel is not None:
-                args = (gl, zb.contiguous(), skip_w, w_b.contiguous(), norm_w[vs])
-                kernel.forward(*args, out[rs], EPS)
-                continue
-            y = F.glu(gl, dim=-1).baddbmm_(zb, skip_w)  # GLU + skip [v, r, d]
-            for i, j in enumerate(range(vs.start, vs.stop)):  # eq. 8, per variable
-                normed = F.layer_norm(y[i], y.shape[-1:], norm_w[j], None, EPS)  # [r, d]
-                out[rs].addcmul_(normed, w_b[i].unsqueeze(-1))
+            w_b = weights_t[vs, rs].contiguous()
+            tail.forward(gl, zb.contiguous(), skip_w, w_b, norm_w[vs], out[rs], EPS)
         return out
 
     @staticmethod
@@ -122,7 +117,7 @@ def _backward(
 ) -> tuple[Tensor | None, ...]:
     z, weights, mask, in_w, fc2, glu, norm_w, norm_b = saved
     g = fc2.shape[-1] - 1
-    kernel = _kernel(z, weights, in_w, fc2, glu, norm_w, norm_b, grad_out)
+    tail = _tail(z, weights, in_w, fc2, glu, norm_w, norm_b, grad_out)
     skip_ws = in_w[..., g + 1 :].contiguous()  # [n, k, d]
     weights_t = weights.t().contiguous()  # [n, R]
     d_in_w, d_fc2, d_glu = torch.zeros_like(in_w), torch.zeros_like(fc2), torch.zeros_like(glu)
@@ -134,16 +129,11 @@ def _backward(
         zb, mask_b = z[vs, rs], None if mask is None else mask[vs, rs]
         a2, e1, gl = _gated(zb, mask_b, in_w[vs], fc2[vs], glu[vs])
         w_b, grad_b, skip_w = weights_t[vs, rs].contiguous(), grad_out[rs], skip_ws[vs]
-        if kernel is not None:
-            d_gl, d_w = torch.empty_like(gl), torch.empty_like(w_b)
-            d_y = gl.new_empty(*gl.shape[:-1], skip_w.shape[-1])
-            args = (gl, zb.contiguous(), skip_w, w_b, norm_w[vs], grad_b)
-            kernel.backward(*args, d_gl, d_y, d_w, d_norm_w[vs], EPS)
-            d_weights_t[vs, rs] += d_w
-        else:
-            skip = torch.bmm(zb, skip_w)
-            d_w, d_gain = d_weights_t[vs, rs], d_norm_w[vs]  # views, added into
-            d_y, d_gl = _tail_backward(gl, skip, w_b, norm_w[vs], grad_b, d_w, d_gain)
+        d_gl, d_w = torch.empty_like(gl), torch.empty_like(w_b)
+        d_y = gl.new_empty(*gl.shape[:-1], skip_w.shape[-1])
+        args = (gl, zb.contiguous(), skip_w, w_b, norm_w[vs], grad_b)
+        tail.backward(*args, d_gl, d_y, d_w, d_norm_w[vs], EPS)
+        d_weights_t[vs, rs] += d_w
         # GLU input gl = [eta_1, 1] @ glu, dropout, eta_1 = [eta_2, 1] @ fc2
         d_glu[vs].baddbmm_(e1.transpose(1, 2), d_gl)
         d_e1 = torch.bmm(d_gl, glu[vs, :g].transpose(1, 2))  # [v, r, g]
@@ -161,20 +151,41 @@ def _backward(
     return d_z, d_weights_t.t(), d_in_w, d_fc2, d_glu, d_norm_w, d_norm_b
 
 
-def _tail_backward(
-    gl: Tensor, skip: Tensor, w: Tensor, gain: Tensor, grad: Tensor, d_w: Tensor, d_gain: Tensor
-) -> tuple[Tensor, Tensor]:
-    """grn_tail.cpp's backward in ATen: returns d_y [v, r, d] and d_gl [v, r, 2d]; adds into
-    d_w [v, r] and d_gain [v, d]."""
-    d = skip.shape[-1]
-    y = F.glu(gl, dim=-1).add_(skip)  # [v, r, d]
-    d_y = torch.empty_like(y)
-    for i in range(y.shape[0]):  # LayerNorm and weighted sum, per variable
-        normed, mean, rstd = torch.native_layer_norm(y[i], (d,), gain[i], None, EPS)
-        d_w[i] += torch.linalg.vecdot(grad, normed)
-        d_normed = grad * w[i].unsqueeze(-1)  # [r, d]
-        d_y[i], d_gamma, _ = torch.ops.aten.native_layer_norm_backward(
-            d_normed, y[i], (d,), mean, rstd, gain[i], None, [True, True, False]
-        )
-        d_gain[i] += d_gamma
-    return d_y, torch.ops.aten.glu_backward(d_y, gl, -1)
+class AtenTail:
+    """grn_tail.cpp in ATen ops, with the same signatures: the path on GPUs, in float64, and
+    where the kernel cannot be built. See the C++ source for the contract."""
+
+    @staticmethod
+    def forward(
+        gl: Tensor, z: Tensor, skip_w: Tensor, w: Tensor, gain: Tensor, out: Tensor, eps: float
+    ) -> None:
+        y = F.glu(gl, dim=-1).baddbmm_(z, skip_w)  # GLU + skip [v, r, d]
+        for i in range(y.shape[0]):  # LayerNorm and weighted sum (eq. 8), per variable
+            normed = F.layer_norm(y[i], y.shape[-1:], gain[i], None, eps)  # [r, d]
+            out.addcmul_(normed, w[i].unsqueeze(-1))
+
+    @staticmethod
+    def backward(
+        gl: Tensor,
+        z: Tensor,
+        skip_w: Tensor,
+        w: Tensor,
+        gain: Tensor,
+        grad: Tensor,
+        d_gl: Tensor,
+        d_y: Tensor,
+        d_w: Tensor,
+        d_gain: Tensor,
+        eps: float,
+    ) -> None:
+        d = skip_w.shape[-1]
+        y = F.glu(gl, dim=-1).baddbmm_(z, skip_w)  # [v, r, d]
+        for i in range(y.shape[0]):
+            normed, mean, rstd = torch.native_layer_norm(y[i], (d,), gain[i], None, eps)
+            d_w[i] = torch.linalg.vecdot(grad, normed)
+            d_normed = grad * w[i].unsqueeze(-1)  # [r, d]
+            d_y[i], d_gamma, _ = torch.ops.aten.native_layer_norm_backward(
+                d_normed, y[i], (d,), mean, rstd, gain[i], None, [True, True, False]
+            )
+            d_gain[i] += d_gamma
+        d_gl.copy_(torch.ops.aten.glu_backward(d_y, gl, -1))
