@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-import torch
 
 from foxhunt import TFTBatch, TFTConfig
+from foxhunt.memory.bench import random_batch
 
 
 def small_config(**overrides: object) -> TFTConfig:
@@ -30,20 +30,7 @@ def small_config(**overrides: object) -> TFTConfig:
 
 
 def make_batch(cfg: TFTConfig, batch_size: int = 5, seed: int = 0) -> TFTBatch:
-    g = torch.Generator().manual_seed(seed)
-    codes = None
-    if cfg.static_cardinalities:
-        codes = torch.stack(
-            [torch.randint(0, c, (batch_size,), generator=g) for c in cfg.static_cardinalities],
-            dim=-1,
-        )
-    return TFTBatch(
-        static=torch.randn(batch_size, cfg.num_static, generator=g),
-        past=torch.randn(batch_size, cfg.lookback, cfg.num_past, generator=g),
-        future=torch.randn(batch_size, cfg.horizon, cfg.num_future, generator=g),
-        target=torch.randn(batch_size, cfg.horizon, generator=g),
-        static_categorical=codes,
-    )
+    return random_batch(cfg, batch_size, seed=seed)
 
 
 @pytest.fixture
