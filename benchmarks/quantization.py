@@ -7,8 +7,10 @@ Trains an FP32 run and a QAT run (``foxhunt.training.job.train``, same seed and 
 exports the QAT run to int8 (``export --int8``) and the FP32 run with post-training dynamic
 quantization (``export --dynamic``), scores the four models on the same test windows, and
 times forward passes of one window and of a batch of 1024 windows with ``--threads``
-threads, interleaving the models so that load on a shared machine hits them alike. Prints
-the markdown table of docs/QAT_GUIDE.md.
+threads, interleaving the models so that load on a shared machine hits them alike. The
+int8 exports are timed as ``foxhunt predict`` loads them (foxhunt's int8 kernel where it
+builds) and with torch.ao's own int8 layers (``load_export(kernel=False)``), to show where
+the speed comes from. Prints the markdown table of docs/QAT_GUIDE.md.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from torch import nn
 from foxhunt import TFTBatch, TFTConfig
 from foxhunt.data import DataConfig, prepare_data
 from foxhunt.quant import QATConfig
-from foxhunt.quant.export import INT8_WEIGHTS_FILE, export_run
+from foxhunt.quant.export import INT8_WEIGHTS_FILE, export_run, load_export
+from foxhunt.quant.kernel import load as load_kernel
 from foxhunt.run import BASELINE_FILE, WEIGHTS_FILE, RunConfig, load_run, read_json
 from foxhunt.training.config import TrainingConfig
 from foxhunt.training.inference import predict_windows
@@ -111,16 +114,24 @@ def benchmark(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         .st_size,
     }
     timed = {name: load_run(folders[name]).model for name in sizes}
+    for name in ("QAT-int8 (export --int8)", "PTQ-int8 (export --dynamic)"):
+        timed[f"{name.split(' (')[0]}, torch.ao layers"] = load_export(
+            folders[name], kernel=False
+        ).model
     data = prepare_data(config.data, preprocessor=load_run(runs["fp32"]).preprocessor)
     latencies = {  # windows of the train split: the test split holds fewer than 1024
         "batch 1024": latency_ms(timed, data.train.__getitems__(list(range(1024))), args.repeats),
-        "batch 1": latency_ms(timed, data.train[0], 10 * args.repeats),
+        "batch 1": latency_ms(timed, data.train[0], 40 * args.repeats),
     }
+    kernel = load_kernel()
     return {
         "config": config.to_dict() | {"qat": qat.to_dict()},
         "threads": args.threads,
         "load_average": os.getloadavg(),
         "int8_engine": ", ".join(sorted(engines)),
+        "int8_kernel": "foxhunt (AVX-512 VNNI)"
+        if kernel is not None and kernel.vnni()
+        else "none: torch.ao layers",
         "cpu": cpu_name(),
         "torch": torch.__version__,
         "train_seconds": round(trained_s, 1),
@@ -145,21 +156,32 @@ def table(result: dict[str, Any]) -> str:
     big, one = result["latency_ms"]["batch 1024"], result["latency_ms"]["batch 1"]
     lines = [
         "| model | test mean QL (bp) | vs FP32 | weights file | vs FP32 | latency, batch 1024 "
-        "| FP32 / it | latency, 1 window |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| FP32 / it | latency, 1 window | FP32 / it |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
+
+    def speed(name: str) -> list[str]:
+        return [
+            f"{big[name]:.0f} ms",
+            f"{big['FP32'] / big[name]:.2f}x",
+            f"{one[name]:.2f} ms",
+            f"{one['FP32'] / one[name]:.2f}x",
+        ]
+
     for name, loss in losses.items():
         row = [name, f"{loss:.4f}", f"{loss / losses['FP32'] - 1:+.2%}"]
         if name in sizes:
-            row += [f"{sizes[name]:,} B", f"{sizes[name] / sizes['FP32']:.1%}"]
-            row += [f"{big[name]:.0f} ms", f"{big['FP32'] / big[name]:.2f}x", f"{one[name]:.2f} ms"]
+            row += [f"{sizes[name]:,} B", f"{sizes[name] / sizes['FP32']:.1%}", *speed(name)]
         else:
-            row += ["(not a deployable file)", "", "", "", ""]
+            row += ["(not a deployable file)", "", "", "", "", ""]
         lines.append("| " + " | ".join(row) + " |")
+    for name in big:
+        if name not in losses:  # the same export, timed with torch.ao's int8 layers
+            lines.append("| " + " | ".join([name, "(same)", "", "(same)", "", *speed(name)]) + " |")
     load = ", ".join(f"{x:.1f}" for x in result["load_average"])
     lines.append(
         f"\n{result['cpu']}, {result['threads']} thread(s), int8 engine {result['int8_engine']}, "
-        f"torch {result['torch']}, "
+        f"int8 kernel {result['int8_kernel']}, torch {result['torch']}, "
         f"load average {load}; training both runs took {result['train_seconds']:.0f} s."
     )
     return "\n".join(lines)

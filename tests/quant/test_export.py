@@ -90,12 +90,14 @@ def test_export_int8_then_predict_and_evaluate_through_the_cli(
 
 def test_export_reloads_exactly_what_convert_computes(qat_run: Path, tmp_path: Path) -> None:
     export_run(qat_run, tmp_path / "e", mode="qat")
-    loaded, reference = load_export(tmp_path / "e"), convert(load_run(qat_run).model)
+    loaded, reference = load_export(tmp_path / "e", kernel=False), convert(load_run(qat_run).model)
     frame = generate_bars(days=8, seed=1)
     dataset = loaded.preprocessor.dataset(frame)
     a, _, _ = predict_windows(loaded.model, dataset)
     b, _, _ = predict_windows(reference, dataset)
-    assert (a == b).all()
+    assert (a == b).all()  # torch.ao's layers: bit for bit
+    fast, _, _ = predict_windows(load_export(tmp_path / "e").model, dataset)
+    assert abs(fast - b).max() <= 0.01 * b.std()  # foxhunt's kernel, where it builds
 
 
 def test_dynamic_ptq_export_of_an_fp32_run(fp32_run: Path, tmp_path: Path) -> None:
@@ -105,9 +107,11 @@ def test_dynamic_ptq_export_of_an_fp32_run(fp32_run: Path, tmp_path: Path) -> No
     fp32 = load_run(fp32_run)
     dataset = fp32.preprocessor.dataset(frame)
     reference, _, _ = predict_windows(fp32.model, dataset)
-    exported, _, _ = predict_windows(load_export(tmp_path / "d").model, dataset)
+    exported, _, _ = predict_windows(load_export(tmp_path / "d", kernel=False).model, dataset)
     in_memory, _, _ = predict_windows(quantize_dynamic(copy.deepcopy(fp32.model)), dataset)
     assert (exported == in_memory).all()
+    fast, _, _ = predict_windows(load_export(tmp_path / "d").model, dataset)
+    assert abs(fast - in_memory).max() <= 0.01 * in_memory.std()
     spread = reference.std()
     assert abs(exported - reference).mean() < 0.02 * spread
 

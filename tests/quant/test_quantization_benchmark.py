@@ -41,5 +41,8 @@ def test_benchmark_produces_the_table(bench: ModuleType, tmp_path: Path) -> None
     }
     assert len(result["test_mean_quantile_loss_bp"]) == 4
     assert result["file_bytes"]["QAT-int8 (export --int8)"] < result["file_bytes"]["FP32"]
+    assert {"QAT-int8, torch.ao layers", "PTQ-int8, torch.ao layers"} < set(
+        result["latency_ms"]["batch 1"]
+    )
     table = bench.table(result)
-    assert table.count("\n| ") == 5  # header rule + 4 models
+    assert table.count("\n| ") == 7  # header rule + 4 models + 2 timed with torch.ao's layers

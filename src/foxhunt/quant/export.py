@@ -14,7 +14,9 @@ folder that ``foxhunt predict`` / ``foxhunt evaluate`` take in place of the run 
                                by dtype (no pickle; see foxhunt.quant.serialize)
 
 Loading rebuilds the model from ``config.json``, applies the same transform
-(``int8_structure``) and loads the tensors into it.
+(``int8_structure``), loads the tensors into it, dequantizes the int8 weights that compute
+in float32 (``dequantize_stored``) and swaps foxhunt's int8 kernel in for torch.ao's Linear
+layers (``quant/kernel.py``).
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ from foxhunt.data import Preprocessor
 from foxhunt.errors import ConfigError, FoxhuntError
 from foxhunt.model.tft import TemporalFusionTransformer
 from foxhunt.quant.config import LSTM_MODES, QATConfig
+from foxhunt.quant.kernel import accelerate
 from foxhunt.quant.serialize import int8_tensors, layout_digest, load_int8_tensors, pack, unpack
 from foxhunt.quant.toolkit import engine
 from foxhunt.quant.transform import MODES, convert, int8_structure, plan, quantize_dynamic
+from foxhunt.quant.weights import dequantize_stored
 from foxhunt.run import (
     BASELINE_FILE,
     CONFIG_FILE,
@@ -140,8 +144,14 @@ def export_run(run_dir: Path, output: Path, *, mode: str) -> dict[str, Any]:
     return spec
 
 
-def load_export(folder: Path, *, device: str | torch.device = "cpu") -> LoadedRun:
-    """Rebuild the int8 model of an export folder (CPU only: torch's int8 kernels are)."""
+def load_export(
+    folder: Path, *, device: str | torch.device = "cpu", kernel: bool = True
+) -> LoadedRun:
+    """Rebuild the int8 model of an export folder (CPU only: the int8 kernels are).
+
+    ``kernel``: compute the int8 Linear layers with foxhunt's kernel (``quant/kernel.py``)
+    where it builds; False keeps torch.ao's layers (the same values, slower).
+    """
     folder = Path(folder)
     if torch.device(device).type != "cpu":
         raise FoxhuntError(f"{folder} is an int8 export: it runs on the CPU only")
@@ -162,6 +172,9 @@ def load_export(folder: Path, *, device: str | torch.device = "cpu") -> LoadedRu
         )
     with engine(spec["engine"]):  # weights are re-packed for it as they load
         _load_tensors(model, spec, path)
+    dequantize_stored(model)  # int8 in the file; these weights compute in float32
+    if kernel:
+        accelerate(model)
     preprocessor = Preprocessor.load(folder / PREPROCESSOR_FILE)
     return LoadedRun(config=config, model=model.eval(), preprocessor=preprocessor)
 

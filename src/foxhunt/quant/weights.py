@@ -111,6 +111,24 @@ def store_int8(module: nn.Module, name: str, int8: Tensor, scale: Tensor) -> Non
     parametrize.register_parametrization(module, name, Int8Weight(int8, scale), unsafe=True)
 
 
+def dequantize_stored(model: nn.Module) -> int:
+    """Replace every :class:`Int8Weight` of ``model`` by the float32 weight it reads as, in
+    place; returns how many. For inference from an int8 file: these weights are computed in
+    float32 anyway, and dequantizing ~20 of them through parametrizations on every pass
+    costs more than the layers that read them at one window."""
+    found = [
+        (module, name)
+        for module in model.modules()
+        for name in list(getattr(module, "parametrizations", {}))
+        if isinstance(int8_of(module, name), Int8Weight)
+    ]
+    for module, name in found:
+        _own_class(module)
+        parametrize.remove_parametrizations(module, name, leave_parametrized=True)
+        getattr(module, name).requires_grad_(False)
+    return len(found)
+
+
 def original_of(module: nn.Module, name: str) -> Tensor:
     """The float tensor a parametrization of ``module.<name>`` reads."""
     return cast(Tensor, module.parametrizations[name].original)  # type: ignore[index,union-attr]

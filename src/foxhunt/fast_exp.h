@@ -1,0 +1,31 @@
+// Shared by foxhunt's C++ kernels (included from the package directory, cpp_kernels.py).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace foxhunt {
+
+// Cephes' expf: relative error < 1e-7 on [-87, 88] (clamped outside), and unlike a libm
+// call it vectorizes inline. The clamp is written with comparisons so that a NaN stays NaN
+// (fmin/fmax would return the bound) and the trainer's non-finite check still sees it.
+inline float exp_approx(float x) {
+  x = x < -87.0f ? -87.0f : x;
+  x = x > 88.0f ? 88.0f : x;
+  const float n = std::floor(x * 1.44269504088896341f + 0.5f);  // x = n ln2 + r
+  const float r = x - n * 0.693359375f + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;  // 2^n
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return p * scale;
+}
+
+}  // namespace foxhunt

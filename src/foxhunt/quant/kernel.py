@@ -1,0 +1,226 @@
+"""foxhunt's int8 kernel (int8_linear.cpp) for the Linear layers of converted models.
+
+torch.ao's converted Linear is three ops, ``Quantize -> nnq.Linear -> DeQuantize``, each
+writing a full tensor, and at one window its int8 GEMM (oneDNN, fbgemm) costs 75-110 us per
+layer against 8-28 us for an FP32 ``addmm``: with it an int8 TFT was 2x slower than FP32
+at one window and on par at batch 1024. The kernel computes the same values in one call,
+float32 in and float32 out, with an AVX-512 VNNI micro-kernel, and fuses what follows a
+gate's projection: the GLU, and in a ``GateAddNorm`` the residual add and LayerNorm.
+
+The quantization itself stays torch.ao's: the int8 weights, weight scales and activation
+scales are those ``convert`` (static input and output scales, QAT) or ``quantize_dynamic``
+(input scale chosen per call by ``torch._choose_qparams_per_tensor`` on 7 bits, as
+``quantized::linear_dynamic`` does) produced; tests compare every fused module with the
+torch.ao modules it replaces.
+
+:func:`accelerate` swaps the kernel in (the export loader does). Without it (no C++
+compiler, a CPU without AVX-512 VNNI, ``FOXHUNT_FUSED_KERNEL=0``) the model keeps
+torch.ao's layers and computes the same values, slower.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+from typing import Any, cast
+
+import torch
+import torch.ao.nn.quantized as nnq
+import torch.ao.nn.quantized.dynamic as nnqd
+import torch.ao.quantization as tq
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from foxhunt import cpp_kernels
+from foxhunt.model.layers import GateAddNorm, GatedLinearUnit
+from foxhunt.quant.toolkit import quiet, split_qweight
+
+SOURCE = Path(__file__).with_name("int8_linear.cpp")
+LANES, GROUP = 16, 4  # the kernel's weight blocks: 16 output channels x 4 inputs
+GLU_TILE = 32  # GLU outputs per kernel tile: 32 values and their 32 gates
+
+
+def load() -> ModuleType | None:
+    """The compiled kernel, or None (disabled, or the build failed: warned once)."""
+    return cpp_kernels.load(SOURCE, "int8_linear")
+
+
+def pack_weight(int8: Tensor) -> Tensor:
+    """[N, K] int8 -> [ceil(N/16), ceil(K/4), 16, 4], zero padded: the kernel's layout."""
+    n, k = int8.shape
+    padded = F.pad(int8, (0, -k % GROUP, 0, -n % LANES))
+    blocks, groups = padded.shape[0] // LANES, padded.shape[1] // GROUP
+    return padded.view(blocks, LANES, groups, GROUP).permute(0, 2, 1, 3).contiguous()
+
+
+def glu_order(n: int) -> Tensor:
+    """Output channels of a GLU projection (values then gates, n of them) in the kernel's
+    glu order: 32 values, their 32 gates, the next 32 values, ..."""
+    half = n // 2
+    tiles = torch.arange(half).view(-1, GLU_TILE)
+    return torch.cat([tiles, tiles + half], dim=1).flatten()
+
+
+class Int8Linear(nn.Module):
+    """``Quantize -> nnq.Linear -> DeQuantize`` (static: ``input_qparams`` given) or
+    ``nnqd.Linear`` (dynamic: None) as one kernel call. forward(x [..., K]) -> [..., N],
+    or with ``glu`` the ``F.glu`` of that, [..., N/2] (a whole ``GatedLinearUnit``)."""
+
+    def __init__(
+        self,
+        qweight: Tensor,
+        bias: Tensor | None,
+        *,
+        input_qparams: tuple[float, int] | None,
+        output_qparams: tuple[float, int] | None,
+        kernel: ModuleType,
+        glu: bool = False,
+    ) -> None:
+        super().__init__()
+        int8, scale = split_qweight(qweight)  # per output channel, symmetric
+        self.out_features, self.in_features = int8.shape
+        self.kernel, self.glu = kernel, glu
+        scale = scale.expand(self.out_features) if scale.numel() == 1 else scale
+        if glu:
+            if self.out_features % (2 * GLU_TILE):
+                raise ValueError(f"a fused GLU needs 2 * output a multiple of {2 * GLU_TILE}")
+            order = glu_order(self.out_features)
+            int8, scale = int8[order], scale[order]
+            bias = None if bias is None else bias[order]
+        self.register_buffer("packed", pack_weight(int8))
+        self.register_buffer("col_sum", int8.sum(dim=1, dtype=torch.int32))
+        self.register_buffer("w_scale", scale.float().contiguous())
+        self.register_buffer("bias", None if bias is None else bias.detach().float().contiguous())
+        self.input_qparams = input_qparams
+        self.output_qparams = output_qparams or (0.0, 0)  # scale 0: output stays float
+        self._refresh()
+
+    @classmethod
+    def from_converted(
+        cls, layer: nn.Module, kernel: ModuleType, *, glu: bool = False
+    ) -> Int8Linear:
+        """From a converted ``QuantWrapper`` around an ``nnq.Linear``, or an ``nnqd.Linear``;
+        ``glu``: the layer is a GatedLinearUnit's projection, fuse its F.glu."""
+        with quiet():
+            if isinstance(layer, nnqd.Linear):
+                qweight, bias = layer._weight_bias()
+                return cls(
+                    qweight, bias, input_qparams=None, output_qparams=None, kernel=kernel, glu=glu
+                )
+            assert isinstance(layer, tq.QuantWrapper) and isinstance(layer.module, nnq.Linear)
+            quant, linear = cast(nnq.Quantize, layer.quant), layer.module
+            qweight, bias = linear._weight_bias()
+            return cls(
+                qweight,
+                bias,
+                input_qparams=(float(quant.scale), int(quant.zero_point)),
+                output_qparams=(float(linear.scale), int(linear.zero_point)),
+                kernel=kernel,
+                glu=glu,
+            )
+
+    def _refresh(self) -> None:
+        # the tensors the kernel reads, as one plain tuple: Module.__getattr__ on four
+        # buffers costs more than the kernel at one window
+        self._args = (self.packed, self.col_sum, self.w_scale, self.bias)
+
+    def _apply(self, fn, recurse=True):  # type: ignore[no-untyped-def]
+        out = super()._apply(fn, recurse)
+        self._refresh()
+        return out
+
+    def forward(
+        self,
+        x: Tensor,
+        skip: Tensor | None = None,
+        norm: tuple[Tensor, Tensor, float] | None = None,
+    ) -> Tensor:
+        """With ``skip`` and ``norm`` (LayerNorm weight, bias, eps): LayerNorm(skip + out)."""
+        x = x if x.dtype == torch.float32 and x.is_contiguous() else x.float().contiguous()
+        if self.input_qparams is None:  # dynamic, as quantized::linear_dynamic (7-bit input)
+            x_scale, x_zp = torch._choose_qparams_per_tensor(x, True)
+        else:
+            x_scale, x_zp = self.input_qparams
+        if skip is None or norm is None:
+            out = self.kernel.linear(x, *self._args, x_scale, x_zp, *self.output_qparams, self.glu)
+            return cast(Tensor, out)
+        shape = (*x.shape[:-1], self.out_features // 2 if self.glu else self.out_features)
+        skip = skip.float().expand(shape).contiguous()
+        out = self.kernel.linear(
+            x, *self._args, x_scale, x_zp, *self.output_qparams, self.glu, skip, *norm
+        )
+        return cast(Tensor, out)
+
+    def extra_repr(self) -> str:
+        mode = "dynamic" if self.input_qparams is None else "static"
+        glu = ", glu" if self.glu else ""
+        return f"in_features={self.in_features}, out_features={self.out_features}, {mode}{glu}"
+
+
+class Int8GateAddNorm(nn.Module):
+    """A converted ``GateAddNorm``, LayerNorm(skip + GLU(x)), as one kernel call; for
+    inference (its dropout is off). forward(x [..., K], skip [..., d]) -> [..., d]."""
+
+    def __init__(self, glu: Int8Linear, norm: nn.LayerNorm) -> None:
+        super().__init__()
+        if not glu.glu or norm.weight is None or norm.bias is None:
+            raise ValueError("fuses a GLU projection with an affine LayerNorm")
+        self.glu, self.norm = glu, norm
+        self._norm = (norm.weight.detach(), norm.bias.detach(), float(norm.eps))
+
+    def _apply(self, fn, recurse=True):  # type: ignore[no-untyped-def]
+        out = super()._apply(fn, recurse)
+        assert self.norm.weight is not None and self.norm.bias is not None
+        self._norm = (self.norm.weight.detach(), self.norm.bias.detach(), float(self.norm.eps))
+        return out
+
+    def forward(self, x: Tensor, skip: Tensor) -> Tensor:
+        return cast(Tensor, self.glu(x, skip, self._norm))
+
+
+def convertible(module: nn.Module) -> bool:
+    """A converted Linear layer the kernel computes."""
+    if isinstance(module, nnqd.Linear):
+        return module._packed_params.dtype == torch.qint8
+    return isinstance(module, tq.QuantWrapper) and isinstance(module.module, nnq.Linear)
+
+
+def accelerate(model: nn.Module) -> int:
+    """Swap foxhunt's int8 kernel in for the converted Linear layers of ``model`` (in place);
+    returns how many modules it replaced. A ``GateAddNorm`` whose GLU projection is int8 and
+    whose GLU size is a multiple of 32 becomes one call (projection, GLU, residual and
+    LayerNorm); otherwise a ``GatedLinearUnit`` fuses its GLU where it can, and every other
+    int8 Linear becomes a kernel call. 0 when the kernel is unavailable: torch.ao's layers
+    stay. For inference: fused gates skip their (eval-mode) dropout."""
+    kernel = load()
+    if kernel is None or not kernel.vnni():  # without VNNI torch.ao's kernels are faster
+        return 0
+    swaps: list[tuple[str, nn.Module]] = []
+    for name, module in model.named_modules():
+        if any(name.startswith(f"{done}.") for done, _ in swaps):
+            continue  # inside a module already replaced
+        proj = getattr(getattr(module, "glu", module), "proj", None)
+        fusable = proj is not None and convertible(proj)
+        fusable = fusable and _out_features(proj) % (2 * GLU_TILE) == 0  # type: ignore[arg-type]
+        if isinstance(module, GateAddNorm) and fusable:
+            norm = module.add_norm.norm
+            glu = Int8Linear.from_converted(proj, kernel, glu=True)  # type: ignore[arg-type]
+            if norm.weight is not None and norm.bias is not None:
+                swaps.append((name, Int8GateAddNorm(glu, norm)))
+            else:
+                swaps.append((f"{name}.glu", glu))
+        elif isinstance(module, GatedLinearUnit) and fusable:
+            swaps.append((name, Int8Linear.from_converted(proj, kernel, glu=True)))  # type: ignore[arg-type]
+        elif name and convertible(module):
+            swaps.append((name, Int8Linear.from_converted(module, kernel)))
+    for name, new in swaps:
+        parent, _, child = name.rpartition(".")
+        setattr(model.get_submodule(parent) if parent else model, child, new)
+    return len(swaps)
+
+
+def _out_features(layer: nn.Module) -> int:
+    linear = layer if isinstance(layer, nnqd.Linear) else cast(tq.QuantWrapper, layer).module
+    with quiet():
+        weight_bias = cast(Any, linear)._weight_bias
+        return int(weight_bias()[0].shape[0])

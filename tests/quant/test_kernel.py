@@ -1,0 +1,196 @@
+"""foxhunt's int8 kernel (quant/int8_linear.cpp) against the torch.ao modules it replaces."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from types import ModuleType
+
+import pytest
+import torch
+import torch.ao.nn.quantized as nnq
+import torch.ao.nn.quantized.dynamic as nnqd
+import torch.ao.quantization as tq
+import torch.nn.functional as F
+from quant_helpers import predict, train_steps
+from torch import Tensor, nn
+
+from foxhunt import TemporalFusionTransformer
+from foxhunt.data import PreparedData
+from foxhunt.model.layers import GateAddNorm
+from foxhunt.quant import QATConfig, convert, prepare_qat, quantize_dynamic
+from foxhunt.quant.kernel import (
+    Int8GateAddNorm,
+    Int8Linear,
+    accelerate,
+    glu_order,
+    load,
+)
+from foxhunt.quant.toolkit import engine, quiet
+
+OUT_SCALE, OUT_ZP = 0.05, 120
+
+
+@pytest.fixture(scope="module")
+def kernel() -> ModuleType:
+    module = load()
+    if module is None or not module.vnni():
+        pytest.skip("the int8 kernel needs a C++ compiler and a CPU with AVX-512 VNNI")
+    return module
+
+
+def qweight(n: int, k: int, seed: int) -> tuple[Tensor, Tensor]:
+    """A per-channel symmetric qint8 weight [n, k] and a float bias [n]."""
+    gen = torch.Generator().manual_seed(seed)
+    w = torch.randn(n, k, generator=gen) * 0.1
+    scales = (w.abs().amax(dim=1) / 127).double()
+    q = torch.quantize_per_channel(w, scales, torch.zeros(n, dtype=torch.long), 0, torch.qint8)
+    return q, torch.randn(n, generator=gen)
+
+
+def static_linear(n: int, k: int, seed: int = 0) -> tq.QuantWrapper:
+    """What ``convert`` makes of a QAT Linear: Quantize -> nnq.Linear -> DeQuantize."""
+    with quiet(), engine("onednn"):
+        q, bias = qweight(n, k, seed)
+        linear = nnq.Linear(k, n)
+        linear.set_weight_bias(q, bias)
+        linear.scale, linear.zero_point = OUT_SCALE, OUT_ZP
+        wrapper = tq.QuantWrapper(nn.Linear(k, n))
+        wrapper.quant = nnq.Quantize(0.03, 128, torch.quint8)  # type: ignore[assignment]
+        wrapper.module = linear
+        wrapper.dequant = nnq.DeQuantize()  # type: ignore[assignment]
+        return wrapper.eval()
+
+
+def dynamic_linear(n: int, k: int, seed: int = 0) -> nnqd.Linear:
+    with quiet(), engine("onednn"):
+        q, bias = qweight(n, k, seed)
+        linear = nnqd.Linear(k, n)
+        linear.set_weight_bias(q, bias)
+        return linear
+
+
+def inputs(*shape: int, seed: int = 1) -> Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)) * 2
+
+
+def assert_matches(ours: Tensor, reference: Tensor, step: float) -> None:
+    """Equal up to float rounding, but where that rounding moves a value across a
+    quantization boundary: then off by about one quantization step."""
+    assert ours.shape == reference.shape
+    off = (ours - reference).abs() > 1e-5
+    assert off.float().mean() <= 1e-3
+    assert (ours - reference).abs().max() <= 2 * step
+
+
+SHAPES = [(1, 5, 3), (7, 64, 128), (100, 17, 64), (73, 130, 200)]
+
+
+@pytest.mark.parametrize(("rows", "k", "n"), SHAPES)
+def test_static_linear_matches_torch_ao(kernel: ModuleType, rows: int, k: int, n: int) -> None:
+    wrapper = static_linear(n, k)
+    x = inputs(2, rows, k)
+    with torch.no_grad():  # the same rounding as torch's quantize: equal, ties included
+        assert torch.equal(Int8Linear.from_converted(wrapper, kernel)(x), wrapper(x))
+        on_ties = (torch.randint(-60, 60, x.shape) + 0.5) * 0.03  # x / x_scale = n + 1/2
+        assert torch.equal(Int8Linear.from_converted(wrapper, kernel)(on_ties), wrapper(on_ties))
+
+
+@pytest.mark.parametrize(("rows", "k", "n"), SHAPES)
+def test_dynamic_linear_matches_torch_ao(kernel: ModuleType, rows: int, k: int, n: int) -> None:
+    linear = dynamic_linear(n, k)
+    x = inputs(2, rows, k)
+    with torch.no_grad():
+        reference = linear(x)
+        step = float(reference.abs().max()) / 100
+        assert_matches(Int8Linear.from_converted(linear, kernel)(x), reference, step)
+
+
+def test_glu_order_pairs_each_value_with_its_gate() -> None:
+    order = glu_order(128)
+    assert sorted(order.tolist()) == list(range(128))
+    tiles = order.view(2, 64)
+    assert (tiles[:, 32:] == tiles[:, :32] + 64).all()  # 32 values, then their 32 gates
+
+
+@pytest.mark.parametrize("make", [static_linear, dynamic_linear])
+def test_fused_glu_matches_f_glu(kernel: ModuleType, make: object) -> None:
+    layer = make(192, 40)  # type: ignore[operator]
+    x = inputs(3, 50, 40)
+    with torch.no_grad():
+        reference = F.glu(layer(x), dim=-1)
+        fused = Int8Linear.from_converted(layer, kernel, glu=True)(x)
+    assert fused.shape == (3, 50, 96)
+    assert torch.allclose(fused, reference, atol=1e-5)
+    with pytest.raises(ValueError, match="multiple of 64"):
+        Int8Linear.from_converted(static_linear(96, 8), kernel, glu=True)
+
+
+def test_accelerate_fuses_a_whole_gate_add_norm(kernel: ModuleType) -> None:
+    gate = GateAddNorm(48, 64, dropout=0.1).eval()
+    gate.add_norm.norm.weight.data.uniform_(0.5, 1.5)
+    gate.add_norm.norm.bias.data.uniform_(-1.0, 1.0)
+    gate.glu.proj = static_linear(128, 48)  # type: ignore[assignment]
+    holder = nn.ModuleDict({"gate": gate})
+    x, skip = inputs(4, 20, 48), inputs(4, 20, 64, seed=2)
+    with torch.no_grad():
+        reference = gate(x, skip), gate(x, skip[:, :1])  # a broadcast skip too
+        assert accelerate(holder) == 1
+        fused = holder["gate"]
+        assert isinstance(fused, Int8GateAddNorm)
+        ours = fused(x, skip), fused(x, skip[:, :1])
+    for a, b in zip(ours, reference, strict=True):
+        assert torch.allclose(a, b, atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def qat_tft(data: PreparedData, float_model: TemporalFusionTransformer) -> nn.Module:
+    """A QAT TFT with hidden size 32: big enough for the fused gates (GLU of 2 x 32)."""
+    config = dataclasses.replace(float_model.config, hidden_size=32)
+    torch.manual_seed(0)
+    model = prepare_qat(TemporalFusionTransformer(config), QATConfig(freeze_after=5))
+    return train_steps(model, data, config, 10)
+
+
+def test_accelerated_tft_predicts_what_torch_ao_computes(
+    kernel: ModuleType, qat_tft: nn.Module, data: PreparedData
+) -> None:
+    reference = convert(copy.deepcopy(qat_tft))
+    fast = copy.deepcopy(reference)
+    replaced = accelerate(fast)
+    modules = list(fast.modules())
+    assert replaced >= 10
+    assert any(isinstance(m, Int8GateAddNorm) for m in modules)
+    assert not any(isinstance(m, tq.QuantWrapper) for m in modules)  # every int8 Linear
+    expected, got = predict(reference, data), predict(fast, data)
+    assert (got - expected).abs().max() <= 0.01 * expected.std()
+    assert (got - expected).abs().mean() <= 1e-4 * expected.std()
+
+
+def test_accelerated_dynamic_tft_predicts_what_torch_ao_computes(
+    kernel: ModuleType, float_model: TemporalFusionTransformer, data: PreparedData
+) -> None:
+    reference = quantize_dynamic(copy.deepcopy(float_model))
+    fast = copy.deepcopy(reference)
+    assert accelerate(fast) > 0
+    assert not any(isinstance(m, nnqd.Linear) for m in fast.modules())
+    expected, got = predict(reference, data), predict(fast, data)
+    assert (got - expected).abs().max() <= 0.01 * expected.std()
+
+
+def test_kernel_switched_off_keeps_torch_ao_layers(
+    monkeypatch: pytest.MonkeyPatch, qat_tft: nn.Module
+) -> None:
+    monkeypatch.setenv("FOXHUNT_FUSED_KERNEL", "0")
+    model = convert(copy.deepcopy(qat_tft))
+    assert accelerate(model) == 0
+    assert any(isinstance(m, tq.QuantWrapper) for m in model.modules())
+
+
+def test_kernel_refuses_inputs_it_was_not_packed_for(kernel: ModuleType) -> None:
+    layer = Int8Linear.from_converted(static_linear(16, 8), kernel)
+    assert layer(torch.randn(2, 0, 8)).shape == (2, 0, 16)  # no rows: an empty output
+    with pytest.raises(RuntimeError, match="do not match"):
+        layer(torch.randn(3, 12))
+    with pytest.raises(RuntimeError, match="x must be a contiguous CPU tensor of Float"):
+        kernel.linear(torch.randn(3, 8, dtype=torch.float64), *layer._args, 0.1, 0, 0.0, 0)
