@@ -199,7 +199,7 @@ def main() -> None:
     p.add_argument("--freeze-after", type=int, default=100, help="QAT observer warm-up steps")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--repeats", type=int, default=5, help="timed passes of batch 1024 per model")
+    p.add_argument("--repeats", type=int, default=9, help="timed passes of batch 1024 per model")
     p.add_argument("--output", type=Path, default=None, help="keep the runs here (default: temp)")
     p.add_argument("--json", action="store_true", help="print the raw result as JSON too")
     args = p.parse_args()

@@ -31,6 +31,7 @@
 
 #include "fast_exp.h"
 
+
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
 #include <immintrin.h>
 #define FOXHUNT_VNNI 1
@@ -63,9 +64,12 @@ constexpr int64_t kGluTile = 2 * kLanes;  // GLU outputs per tile of 4 blocks
 #if FOXHUNT_VNNI
 // out[l] = y[l] * sigmoid(y[32 + l]) for the 32 outputs of a tile, y in glu order
 inline void glu32(const float* y, float* out) {
-#pragma omp simd
-  for (int64_t l = 0; l < kGluTile; ++l)
-    out[l] = y[l] / (1.f + foxhunt::exp_approx(-y[kGluTile + l]));
+  const __m512 one = _mm512_set1_ps(1.f);
+  for (int h = 0; h < 2; ++h) {
+    const __m512 gate = _mm512_load_ps(y + kGluTile + h * kLanes);
+    const __m512 denom = _mm512_add_ps(one, foxhunt::exp_approx16(_mm512_sub_ps(_mm512_setzero_ps(), gate)));
+    _mm512_storeu_ps(out + h * kLanes, _mm512_div_ps(_mm512_load_ps(y + h * kLanes), denom));
+  }
 }
 
 // Rows [0, rows) of x quantized to quint8, each row padded to kp bytes (padding multiplies

@@ -145,7 +145,8 @@ class Int8Linear(nn.Module):
             out = self.kernel.linear(x, *self._args, x_scale, x_zp, *self.output_qparams, self.glu)
             return cast(Tensor, out)
         shape = (*x.shape[:-1], self.out_features // 2 if self.glu else self.out_features)
-        skip = skip.float().expand(shape).contiguous()
+        if skip.shape != shape or skip.dtype != torch.float32 or not skip.is_contiguous():
+            skip = skip.float().expand(shape).contiguous()
         out = self.kernel.linear(
             x, *self._args, x_scale, x_zp, *self.output_qparams, self.glu, skip, *norm
         )
