@@ -187,6 +187,19 @@ def test_kernel_switched_off_keeps_torch_ao_layers(
     assert any(isinstance(m, tq.QuantWrapper) for m in model.modules())
 
 
+def test_threads_split_rows_without_changing_the_result(kernel: ModuleType) -> None:
+    layer = Int8Linear.from_converted(static_linear(128, 64), kernel)
+    x = inputs(1000, 64)  # 21 blocks of 48 rows
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = layer(x)
+        torch.set_num_threads(3)
+        assert torch.equal(layer(x), one)
+    finally:
+        torch.set_num_threads(threads)
+
+
 def test_kernel_refuses_inputs_it_was_not_packed_for(kernel: ModuleType) -> None:
     layer = Int8Linear.from_converted(static_linear(16, 8), kernel)
     assert layer(torch.randn(2, 0, 8)).shape == (2, 0, 16)  # no rows: an empty output

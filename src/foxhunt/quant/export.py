@@ -21,6 +21,7 @@ layers (``quant/kernel.py``).
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,8 @@ from foxhunt.run import (
     weights_bytes,
 )
 from foxhunt.storage import atomic_write_bytes, atomic_write_json
+
+log = logging.getLogger(__name__)
 
 QAT_FILE = "qat.json"
 EXPORT_FILE = "quantization.json"
@@ -173,8 +176,16 @@ def load_export(
     with engine(spec["engine"]):  # weights are re-packed for it as they load
         _load_tensors(model, spec, path)
     dequantize_stored(model)  # int8 in the file; these weights compute in float32
-    if kernel:
-        accelerate(model)
+    fused = accelerate(model) if kernel else 0
+    log.info(
+        "%s: int8 %s export; %s",
+        folder,
+        spec["mode"],
+        f"foxhunt's int8 kernel computes {fused} layers and gates"
+        if fused
+        else "torch.ao's int8 layers compute it (foxhunt's kernel is off, did not build, "
+        "or this CPU lacks AVX-512 VNNI)",
+    )
     preprocessor = Preprocessor.load(folder / PREPROCESSOR_FILE)
     return LoadedRun(config=config, model=model.eval(), preprocessor=preprocessor)
 
