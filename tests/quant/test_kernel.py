@@ -165,6 +165,7 @@ def test_accelerated_tft_predicts_what_torch_ao_computes(
     expected, got = predict(reference, data), predict(fast, data)
     assert (got - expected).abs().max() <= 0.01 * expected.std()
     assert (got - expected).abs().mean() <= 1e-4 * expected.std()
+    assert torch.equal(predict(copy.deepcopy(fast), data), got)  # copies load the kernel again
 
 
 def test_accelerated_dynamic_tft_predicts_what_torch_ao_computes(

@@ -119,6 +119,20 @@ class Int8Linear(nn.Module):
                 glu=glu,
             )
 
+    def __getstate__(self) -> dict[str, Any]:
+        # the compiled module is not picklable: copies (deepcopy, pickle) load it again
+        return {**self.__dict__, "kernel": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        kernel = load()
+        if kernel is None or not kernel.vnni():
+            raise RuntimeError(
+                "foxhunt's int8 kernel is not available here; load the export with "
+                "foxhunt.quant.export.load_export, which falls back to torch.ao's layers"
+            )
+        self.kernel = kernel
+
     def _refresh(self) -> None:
         # the tensors the kernel reads, as one plain tuple: Module.__getattr__ on four
         # buffers costs more than the kernel at one window
