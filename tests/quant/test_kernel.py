@@ -76,11 +76,12 @@ def inputs(*shape: int, seed: int = 1) -> Tensor:
 
 def assert_matches(ours: Tensor, reference: Tensor, step: float) -> None:
     """Equal up to float rounding, but where that rounding moves a value across a
-    quantization boundary: then off by about one quantization step."""
+    quantization boundary (the kernel and oneDNN order the requantization's float products
+    differently; 1e-6 to 2e-5 of the outputs here): then off by one quantization step."""
     assert ours.shape == reference.shape
     off = (ours - reference).abs() > 1e-5
     assert off.float().mean() <= 1e-3
-    assert (ours - reference).abs().max() <= 2 * step
+    assert (ours - reference).abs().max() <= 1.01 * step
 
 
 SHAPES = [(1, 5, 3), (7, 64, 128), (100, 17, 64), (73, 130, 200)]
@@ -90,10 +91,31 @@ SHAPES = [(1, 5, 3), (7, 64, 128), (100, 17, 64), (73, 130, 200)]
 def test_static_linear_matches_torch_ao(kernel: ModuleType, rows: int, k: int, n: int) -> None:
     wrapper = static_linear(n, k)
     x = inputs(2, rows, k)
-    with torch.no_grad():  # the same rounding as torch's quantize: equal, ties included
-        assert torch.equal(Int8Linear.from_converted(wrapper, kernel)(x), wrapper(x))
-        on_ties = (torch.randint(-60, 60, x.shape) + 0.5) * 0.03  # x / x_scale = n + 1/2
-        assert torch.equal(Int8Linear.from_converted(wrapper, kernel)(on_ties), wrapper(on_ties))
+    layer = Int8Linear.from_converted(wrapper, kernel)
+    on_ties = torch.randint(-60, 60, x.shape, generator=torch.Generator().manual_seed(2)) + 0.5
+    with torch.no_grad():
+        assert_matches(layer(x), wrapper(x), OUT_SCALE)
+        assert_matches(
+            layer(on_ties * 0.03), wrapper(on_ties * 0.03), OUT_SCALE
+        )  # x / scale = n + 1/2
+
+
+def test_input_quantization_is_torchs_ties_included(kernel: ModuleType) -> None:
+    """Identity weights and no output quantization: the output is the quantized input."""
+    k, x_scale, x_zp = 64, 0.03, 128
+    w_scale = torch.full((k,), 1 / 127, dtype=torch.double)
+    eye = torch.quantize_per_channel(
+        torch.eye(k), w_scale, torch.zeros(k, dtype=torch.long), 0, torch.qint8
+    )
+    layer = Int8Linear(eye, None, input_qparams=(x_scale, x_zp), output_qparams=None, kernel=kernel)
+    gen = torch.Generator().manual_seed(3)
+    x = torch.cat(
+        [(torch.randint(-100, 100, (500, k), generator=gen) + 0.5) * x_scale, inputs(500, k)]
+    )
+    with quiet():
+        q = torch.quantize_per_tensor(x, x_scale, x_zp, torch.quint8).int_repr().int()
+    mult = torch.tensor(x_scale, dtype=torch.float32) * w_scale.float()[0]
+    assert torch.equal(layer(x), ((q - x_zp) * 127).float() * mult)
 
 
 @pytest.mark.parametrize(("rows", "k", "n"), SHAPES)

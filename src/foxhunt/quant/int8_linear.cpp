@@ -67,7 +67,8 @@ inline void glu32(const float* y, float* out) {
   const __m512 one = _mm512_set1_ps(1.f);
   for (int h = 0; h < 2; ++h) {
     const __m512 gate = _mm512_load_ps(y + kGluTile + h * kLanes);
-    const __m512 denom = _mm512_add_ps(one, foxhunt::exp_approx16(_mm512_sub_ps(_mm512_setzero_ps(), gate)));
+    const __m512 minus_gate = _mm512_sub_ps(_mm512_setzero_ps(), gate);
+    const __m512 denom = _mm512_add_ps(one, foxhunt::exp_approx16(minus_gate));
     _mm512_storeu_ps(out + h * kLanes, _mm512_div_ps(_mm512_load_ps(y + h * kLanes), denom));
   }
 }
@@ -290,7 +291,8 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& packed,
     check(*skip, "skip", torch::kFloat32);
     TORCH_CHECK(skip->sizes() == out.sizes(), "skip must be shaped like the output");
     TORCH_CHECK(norm_weight.has_value() && norm_bias.has_value(), "skip needs the LayerNorm");
-    check(*norm_weight, "norm_weight", torch::kFloat32), check(*norm_bias, "norm_bias", torch::kFloat32);
+    check(*norm_weight, "norm_weight", torch::kFloat32);
+    check(*norm_bias, "norm_bias", torch::kFloat32);
     TORCH_CHECK(norm_weight->numel() == shape.back() && norm_bias->numel() == shape.back(),
                 "LayerNorm parameters must match the output size");
     skip_p = skip->data_ptr<float>();

@@ -10,8 +10,9 @@ gate's projection: the GLU, and in a ``GateAddNorm`` the residual add and LayerN
 The quantization itself stays torch.ao's: the int8 weights, weight scales and activation
 scales are those ``convert`` (static input and output scales, QAT) or ``quantize_dynamic``
 (input scale chosen per call by ``torch._choose_qparams_per_tensor`` on 7 bits, as
-``quantized::linear_dynamic`` does) produced; tests compare every fused module with the
-torch.ao modules it replaces.
+``quantized::linear_dynamic`` does) produced, and inputs are rounded exactly as torch's
+``quantize_per_tensor`` rounds them; tests compare every fused module with the torch.ao
+modules it replaces.
 
 :func:`accelerate` swaps the kernel in (the export loader does). Without it (no C++
 compiler, a CPU without AVX-512 VNNI, ``FOXHUNT_FUSED_KERNEL=0``) the model keeps
