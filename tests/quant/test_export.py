@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -143,3 +144,14 @@ def test_qat_resume_matches_a_straight_run(bars_file: Path, tmp_path: Path) -> N
     b = load_file(tmp_path / "split" / "model.safetensors")
     assert a.keys() == b.keys() and "qat_observers.steps" in a
     assert all(torch.equal(a[k], b[k]) for k in a), "resumed QAT state differs"
+
+
+def test_export_without_the_int8_kernel_warns_what_it_costs(
+    qat_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    export_run(qat_run, tmp_path / "e", mode="qat")
+    monkeypatch.setenv("FOXHUNT_FUSED_KERNEL", "0")
+    with caplog.at_level(logging.WARNING, logger="foxhunt.quant.export"):
+        load_export(tmp_path / "e")
+    assert "torch.ao's int8 layers compute this export" in caplog.text
+    assert "2x slower for one window" in caplog.text

@@ -177,15 +177,16 @@ def load_export(
         _load_tensors(model, spec, path)
     dequantize_stored(model)  # int8 in the file; these weights compute in float32
     fused = accelerate(model) if kernel else 0
-    log.info(
-        "%s: int8 %s export; %s",
-        folder,
-        spec["mode"],
-        f"foxhunt's int8 kernel computes {fused} layers and gates"
-        if fused
-        else "torch.ao's int8 layers compute it (foxhunt's kernel is off, did not build, "
-        "or this CPU lacks AVX-512 VNNI)",
-    )
+    if fused:
+        log.info("%s: foxhunt's int8 kernel computes %d layers and gates", folder, fused)
+    elif kernel:  # asked for, but off (FOXHUNT_FUSED_KERNEL=0), not built, or no VNNI here
+        log.warning(
+            "%s: torch.ao's int8 layers compute this export (foxhunt's int8 kernel is off, "
+            "did not build, or this CPU lacks AVX-512 VNNI); measured on par with FP32 at "
+            "batch 1024 and 2x slower for one window (docs/QAT_GUIDE.md): serve the FP32 "
+            "run if latency matters",
+            folder,
+        )
     preprocessor = Preprocessor.load(folder / PREPROCESSOR_FILE)
     return LoadedRun(config=config, model=model.eval(), preprocessor=preprocessor)
 
