@@ -33,7 +33,7 @@ from foxhunt import TFTBatch, TFTConfig
 from foxhunt.data import DataConfig, prepare_data
 from foxhunt.quant import QATConfig
 from foxhunt.quant.export import INT8_WEIGHTS_FILE, export_run, load_export
-from foxhunt.quant.kernel import load as load_kernel
+from foxhunt.quant.kernel import available as int8_kernel
 from foxhunt.run import BASELINE_FILE, WEIGHTS_FILE, RunConfig, load_run, read_json
 from foxhunt.training.config import TrainingConfig
 from foxhunt.training.inference import predict_windows
@@ -123,15 +123,13 @@ def benchmark(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         "batch 1024": latency_ms(timed, data.train.__getitems__(list(range(1024))), args.repeats),
         "batch 1": latency_ms(timed, data.train[0], 40 * args.repeats),
     }
-    kernel = load_kernel()
+    kernel = int8_kernel()
     return {
         "config": config.to_dict() | {"qat": qat.to_dict()},
         "threads": args.threads,
         "load_average": os.getloadavg(),
         "int8_engine": ", ".join(sorted(engines)),
-        "int8_kernel": "foxhunt (AVX-512 VNNI)"
-        if kernel is not None and kernel.vnni()
-        else "none: torch.ao layers",
+        "int8_kernel": f"foxhunt ({kernel.simd()})" if kernel else "none: torch.ao layers",
         "cpu": cpu_name(),
         "torch": torch.__version__,
         "train_seconds": round(trained_s, 1),

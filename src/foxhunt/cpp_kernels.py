@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 PACKAGE = Path(__file__).parent  # holds the headers the kernels share (fast_exp.h)
 _UNSET = object()
-_built: dict[Path, object] = {}
+_built: dict[tuple[Path, tuple[str, ...]], object] = {}
 
 
 def enabled() -> bool:
@@ -33,13 +33,14 @@ def enabled() -> bool:
     return os.environ.get("FOXHUNT_FUSED_KERNEL", "1") != "0"
 
 
-def load(source: Path, name: str) -> ModuleType | None:
-    """The compiled module of ``source``, or None (disabled, or the build failed: warned once)."""
+def load(source: Path, name: str, extra_flags: tuple[str, ...] = ()) -> ModuleType | None:
+    """The compiled module of ``source``, or None (disabled, or the build failed: warned once).
+    ``extra_flags`` go after foxhunt's own (tests build e.g. an AVX2-only variant with them)."""
     if not enabled():
         return None
-    module = _built.get(source, _UNSET)
+    module = _built.get((source, extra_flags), _UNSET)
     if module is _UNSET:
-        module = _built[source] = _build(source, name)
+        module = _built[(source, extra_flags)] = _build(source, name, extra_flags)
     return module if isinstance(module, ModuleType) else None
 
 
@@ -71,12 +72,13 @@ def _ninja_on_path() -> None:
     os.environ["PATH"] = os.pathsep.join([ninja.BIN_DIR, os.environ.get("PATH", "")])
 
 
-def _build(source: Path, name: str) -> ModuleType | None:
+def _build(source: Path, name: str, extra_flags: tuple[str, ...]) -> ModuleType | None:
     from torch.utils import cpp_extension
 
     _ninja_on_path()
     # fast-math for vectorized reductions and reciprocals, but NaN and inf keep their meaning
     flags = ["-O3", "-ffast-math", "-fno-finite-math-only", "-fopenmp", *_arch_flags()]
+    flags += extra_flags
     headers = b"".join(h.read_bytes() for h in sorted(PACKAGE.glob("*.h")))
     identity = source.read_bytes() + headers + " ".join(flags).encode() + _cpu_features()
     key = hashlib.sha256(identity + torch.__version__.encode()).hexdigest()[:12]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import platform
 from types import ModuleType
 
 import pytest
@@ -17,12 +18,15 @@ from torch import Tensor, nn
 
 from foxhunt import TemporalFusionTransformer
 from foxhunt.data import PreparedData
+from foxhunt.errors import FoxhuntError
 from foxhunt.model.layers import GateAddNorm
 from foxhunt.quant import QATConfig, convert, prepare_qat, quantize_dynamic
 from foxhunt.quant.kernel import (
+    SIMD_FLAGS,
     Int8GateAddNorm,
     Int8Linear,
     accelerate,
+    available,
     glu_order,
     load,
 )
@@ -31,11 +35,16 @@ from foxhunt.quant.toolkit import engine, quiet
 OUT_SCALE, OUT_ZP = 0.05, 120
 
 
-@pytest.fixture(scope="module")
-def kernel() -> ModuleType:
-    module = load()
-    if module is None or not module.vnni():
-        pytest.skip("the int8 kernel needs a C++ compiler and a CPU with AVX-512 VNNI")
+@pytest.fixture(scope="module", params=["native", "avx2"])
+def kernel(request: pytest.FixtureRequest) -> ModuleType:
+    """The kernel as this CPU builds it, and its AVX2 path (built without AVX-512)."""
+    if platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("foxhunt's int8 kernel is x86-64 only")
+    module = load(SIMD_FLAGS[request.param])
+    if module is None or module.simd() == "none":
+        pytest.skip("the int8 kernel needs a C++ compiler and AVX2 or AVX-512 VNNI")
+    if request.param == "avx2":
+        assert module.simd() == "avx2"
     return module
 
 
@@ -157,7 +166,7 @@ def test_accelerate_fuses_a_whole_gate_add_norm(kernel: ModuleType) -> None:
     x, skip = inputs(4, 20, 48), inputs(4, 20, 64, seed=2)
     with torch.no_grad():
         reference = gate(x, skip), gate(x, skip[:, :1])  # a broadcast skip too
-        assert accelerate(holder) == 1
+        assert accelerate(holder, kernel) == 1
         fused = holder["gate"]
         assert isinstance(fused, Int8GateAddNorm)
         ours = fused(x, skip), fused(x, skip[:, :1])
@@ -179,7 +188,7 @@ def test_accelerated_tft_predicts_what_torch_ao_computes(
 ) -> None:
     reference = convert(copy.deepcopy(qat_tft))
     fast = copy.deepcopy(reference)
-    replaced = accelerate(fast)
+    replaced = accelerate(fast, kernel)
     modules = list(fast.modules())
     assert replaced >= 10
     assert any(isinstance(m, Int8GateAddNorm) for m in modules)
@@ -187,7 +196,8 @@ def test_accelerated_tft_predicts_what_torch_ao_computes(
     expected, got = predict(reference, data), predict(fast, data)
     assert (got - expected).abs().max() <= 0.01 * expected.std()
     assert (got - expected).abs().mean() <= 1e-4 * expected.std()
-    assert torch.equal(predict(copy.deepcopy(fast), data), got)  # copies load the kernel again
+    if kernel is available():  # copies load available() again: this build
+        assert torch.equal(predict(copy.deepcopy(fast), data), got)
 
 
 def test_accelerated_dynamic_tft_predicts_what_torch_ao_computes(
@@ -195,7 +205,7 @@ def test_accelerated_dynamic_tft_predicts_what_torch_ao_computes(
 ) -> None:
     reference = quantize_dynamic(copy.deepcopy(float_model))
     fast = copy.deepcopy(reference)
-    assert accelerate(fast) > 0
+    assert accelerate(fast, kernel) > 0
     assert not any(isinstance(m, nnqd.Linear) for m in fast.modules())
     expected, got = predict(reference, data), predict(fast, data)
     assert (got - expected).abs().max() <= 0.01 * expected.std()
@@ -230,3 +240,14 @@ def test_kernel_refuses_inputs_it_was_not_packed_for(kernel: ModuleType) -> None
         layer(torch.randn(3, 12))
     with pytest.raises(RuntimeError, match="x must be a contiguous CPU tensor of Float"):
         kernel.linear(torch.randn(3, 8, dtype=torch.float64), *layer._args, 0.1, 0, 0.0, 0)
+
+
+def test_simd_can_be_chosen_and_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    if platform.machine() not in ("x86_64", "AMD64") or load() is None:
+        pytest.skip("foxhunt's int8 kernel needs an x86-64 C++ toolchain")
+    monkeypatch.setenv("FOXHUNT_INT8_SIMD", "avx2")
+    found = available()
+    assert found is not None and found.simd() == "avx2"
+    monkeypatch.setenv("FOXHUNT_INT8_SIMD", "sse9")
+    with pytest.raises(FoxhuntError, match="FOXHUNT_INT8_SIMD='sse9'"):
+        available()

@@ -25,7 +25,8 @@ class QATConfig:
     backend: str = "onednn"
     """torch.backends.quantized engine the int8 model is packed for; picks torch's default
     QAT qconfig for it. "onednn": 8-bit activations, and the int8 model computes what the
-    fake-quant model simulated (needs a CPU with VNNI, e.g. Cascade Lake / Zen 4 or newer).
+    fake-quant model simulated (torch.ao's own int8 kernels need a CPU with VNNI for that,
+    e.g. Cascade Lake / Zen 4 or newer; foxhunt's int8 kernel computes it exactly on AVX2 too).
     "x86"/"fbgemm": 7-bit activations (``reduce_range``), safe on older CPUs, but torch's
     convert does not clamp to the 7-bit range, so activations beyond the frozen range differ
     between the fake-quant and the int8 model (see docs/QAT_GUIDE.md)."""

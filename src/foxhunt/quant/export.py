@@ -179,10 +179,10 @@ def load_export(
     fused = accelerate(model) if kernel else 0
     if fused:
         log.info("%s: foxhunt's int8 kernel computes %d layers and gates", folder, fused)
-    elif kernel:  # asked for, but off (FOXHUNT_FUSED_KERNEL=0), not built, or no VNNI here
+    elif kernel:  # asked for, but off (FOXHUNT_FUSED_KERNEL=0), not built, or no AVX2 here
         log.warning(
             "%s: torch.ao's int8 layers compute this export (foxhunt's int8 kernel is off, "
-            "did not build, or this CPU lacks AVX-512 VNNI); measured on par with FP32 at "
+            "did not build, or this CPU lacks AVX2); measured on par with FP32 at "
             "batch 1024 and 2x slower for one window (docs/QAT_GUIDE.md): serve the FP32 "
             "run if latency matters",
             folder,

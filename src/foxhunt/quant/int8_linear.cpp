@@ -16,10 +16,12 @@
 // The weights are qint8, symmetric per output channel, packed by kernel.py for VNNI's
 // vpdpbusd: blocks of 16 output channels x 4 consecutive inputs, [N/16, K/4, 16, 4] (zero
 // padded); for glu the output channels are ordered [32 values, their 32 gates, ...]
-// (glu_order()), so that a tile of 4 blocks holds 32 outputs' values and gates. A
-// micro-kernel keeps a tile of 6 rows x 64 outputs in registers. It needs AVX-512 VNNI
-// (Cascade Lake / Ice Lake and newer Xeons, Zen 4); built elsewhere, vnni() is false,
-// linear() refuses, and foxhunt keeps torch.ao's int8 layers.
+// (glu_order()), so that a tile of 4 blocks holds 32 outputs' values and gates. With AVX-512
+// VNNI (Cascade Lake / Ice Lake and newer Xeons, Zen 4) a micro-kernel keeps a tile of 6 rows
+// x 64 outputs in registers; with AVX2 only (older and client CPUs, Zen 2/3) products are
+// widened to int16 and summed by vpmaddwd, 2 rows x 16 outputs a tile. Both compute the
+// same integers and the same epilogue. Built without either, simd() is "none", linear()
+// refuses, and foxhunt keeps torch.ao's int8 layers.
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
 
@@ -27,16 +29,22 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "fast_exp.h"
 
-
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
 #include <immintrin.h>
 #define FOXHUNT_VNNI 1
+#define FOXHUNT_AVX2 0
+#elif defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define FOXHUNT_VNNI 0
+#define FOXHUNT_AVX2 1
 #else
 #define FOXHUNT_VNNI 0
+#define FOXHUNT_AVX2 0
 #endif
 
 namespace {
@@ -223,6 +231,125 @@ void compute(const uint8_t* xq, int64_t rows, int64_t kp, const int8_t* packed, 
 }
 #endif  // FOXHUNT_VNNI
 
+#if FOXHUNT_AVX2
+// Without VNNI: u8 x s8 products widened to int16 and summed in pairs by vpmaddwd (exact,
+// unlike vpmaddubsw, which saturates with 8-bit activations), 2 rows x 16 channels a tile.
+// The same packed weights, quantization and epilogue math as the VNNI path.
+
+void quantize_rows(const float* x, int64_t rows, int64_t k, int64_t kp, float inv_scale,
+                   int32_t zp, uint8_t* out) {
+  const __m256 inv = _mm256_set1_ps(inv_scale), z = _mm256_set1_ps(static_cast<float>(zp));
+  const __m256 lo = _mm256_setzero_ps(), hi = _mm256_set1_ps(255.f);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* src = x + r * k;
+    uint8_t* dst = out + r * kp;
+    int64_t i = 0;
+    for (; i + 8 <= k; i += 8) {  // as torch: one fused multiply-add, round half to even
+      __m256 v = _mm256_fmadd_ps(_mm256_loadu_ps(src + i), inv, z);
+      v = _mm256_min_ps(hi, _mm256_max_ps(lo, v));  // a NaN stays NaN, converts to INT_MIN
+      const __m256i q = _mm256_cvtps_epi32(v);     // and saturates to 0 below
+      const __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + i), _mm_packus_epi16(w, w));
+    }
+    for (; i < k; ++i) {
+      const float v = std::fma(src[i], inv_scale, static_cast<float>(zp));
+      dst[i] = v >= 0.f ? static_cast<uint8_t>(std::nearbyint(std::min(255.f, v))) : 0;
+    }
+    std::memset(dst + k, 0, kp - k);
+  }
+}
+
+inline __m256i broadcast4(const uint8_t* p) {  // 4 inputs as int16, repeated 4 times
+  int32_t four;
+  std::memcpy(&four, p, sizeof four);
+  return _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128(four)));
+}
+
+// 8 channels' int32 sums from the pair sums of 4 channels each: [c0a c0b c1a c1b | c2a ...]
+inline __m256i channel_sums(__m256i a, __m256i b) {
+  return _mm256_permute4x64_epi64(_mm256_hadd_epi32(a, b), 0xD8);
+}
+
+// y (float, before GLU / LayerNorm) of 16 channels of block b for rows r0 and r1
+// (r1 == r0 for a lone last row), into y0 / y1 at the block's channel offset.
+void tile(const uint8_t* x0, const uint8_t* x1, const int8_t* packed, int64_t kg, int64_t b,
+          const Epilogue& e, float* y0, float* y1) {
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;  // row 0, 4 channels each
+  __m256i b0 = a0, b1 = a0, b2 = a0, b3 = a0;                      // row 1
+  const int8_t* wp = packed + b * kg * kLanes * kGroup;
+  for (int64_t g = 0; g < kg; ++g, wp += kLanes * kGroup) {
+    const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wp)));
+    const __m256i w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wp + 16)));
+    const __m256i w2 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wp + 32)));
+    const __m256i w3 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wp + 48)));
+    const __m256i u = broadcast4(x0 + g * kGroup), v = broadcast4(x1 + g * kGroup);
+    a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(w0, u));
+    a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(w1, u));
+    a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(w2, u));
+    a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(w3, u));
+    b0 = _mm256_add_epi32(b0, _mm256_madd_epi16(w0, v));
+    b1 = _mm256_add_epi32(b1, _mm256_madd_epi16(w1, v));
+    b2 = _mm256_add_epi32(b2, _mm256_madd_epi16(w2, v));
+    b3 = _mm256_add_epi32(b3, _mm256_madd_epi16(w3, v));
+  }
+  const __m256i sums[2][2] = {{channel_sums(a0, a1), channel_sums(a2, a3)},
+                              {channel_sums(b0, b1), channel_sums(b2, b3)}};
+  const __m256 inv = _mm256_set1_ps(e.inv_out_scale), so = _mm256_set1_ps(e.out_scale);
+  const __m256 lo = _mm256_set1_ps(static_cast<float>(-e.out_zp));
+  const __m256 hi = _mm256_set1_ps(static_cast<float>(255 - e.out_zp));
+  for (int h = 0; h < 2; ++h) {  // channels c0 .. c0 + 8; those past n: masked, then dropped
+    const int64_t c0 = b * kLanes + h * 8;
+    const int32_t valid = static_cast<int32_t>(std::max<int64_t>(0, std::min<int64_t>(8, e.n - c0)));
+    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(valid), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256i comp =
+        _mm256_mullo_epi32(_mm256_set1_epi32(e.x_zp), _mm256_maskload_epi32(e.col_sum + c0, m));
+    const __m256 mult = _mm256_mul_ps(_mm256_set1_ps(e.x_scale), _mm256_maskload_ps(e.w_scale + c0, m));
+    const __m256 bias = e.bias ? _mm256_maskload_ps(e.bias + c0, m) : _mm256_setzero_ps();
+    for (int i = 0; i < 2; ++i) {
+      __m256 y = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(sums[i][h], comp)), mult, bias);
+      if (e.out_scale > 0.f) {
+        const __m256 q = _mm256_round_ps(_mm256_mul_ps(y, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        y = _mm256_mul_ps(_mm256_min_ps(hi, _mm256_max_ps(lo, q)), so);
+      }
+      _mm256_storeu_ps((i ? y1 : y0) + c0, y);
+    }
+  }
+}
+
+// out[l] = y[l] * sigmoid(y[32 + l]) for the 32 outputs of a GLU tile, y in glu order
+inline void glu32(const float* y, float* out) {
+  const __m256 one = _mm256_set1_ps(1.f);
+  for (int h = 0; h < 4; ++h) {
+    const __m256 minus_gate = _mm256_sub_ps(_mm256_setzero_ps(), _mm256_loadu_ps(y + kGluTile + 8 * h));
+    const __m256 denom = _mm256_add_ps(one, foxhunt::exp_approx8(minus_gate));
+    _mm256_storeu_ps(out + 8 * h, _mm256_div_ps(_mm256_loadu_ps(y + 8 * h), denom));
+  }
+}
+
+void finish_row(const float* y, const Epilogue& e, float* out) {
+  if (!e.glu) {
+    std::memcpy(out, y, e.n * sizeof(float));
+    return;
+  }
+  for (int64_t t = 0; t < e.n / (2 * kGluTile); ++t) glu32(y + 2 * kGluTile * t, out + kGluTile * t);
+}
+
+void compute(const uint8_t* xq, int64_t rows, int64_t kp, const int8_t* packed, int64_t kg,
+             int64_t blocks, const Epilogue& e, float* out) {
+  std::vector<float> y(2 * blocks * kLanes);
+  float* y0 = y.data();
+  float* y1 = y0 + blocks * kLanes;
+  for (int64_t r = 0; r < rows; r += 2) {
+    const bool pair = r + 1 < rows;
+    const uint8_t* x0 = xq + r * kp;
+    const uint8_t* x1 = pair ? x0 + kp : x0;
+    for (int64_t b = 0; b < blocks; ++b) tile(x0, x1, packed, kg, b, e, y0, y1);
+    finish_row(y0, e, out + r * e.ldo);
+    if (pair) finish_row(y1, e, out + (r + 1) * e.ldo);
+  }
+}
+#endif  // FOXHUNT_AVX2
+
 // rows of out = LayerNorm(out + skip) * gain + shift, in place (nn.LayerNorm: biased variance)
 void add_norm(float* out, const float* skip, int64_t rows, int64_t d, const float* gain,
               const float* shift, float eps) {
@@ -261,9 +388,9 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& packed,
                      const c10::optional<torch::Tensor>& skip,
                      const c10::optional<torch::Tensor>& norm_weight,
                      const c10::optional<torch::Tensor>& norm_bias, double eps) {
-#if !FOXHUNT_VNNI
-  TORCH_CHECK(false, "foxhunt's int8 kernel was built without AVX-512 VNNI (vnni() is false); "
-              "keep torch.ao's int8 layers on this CPU");
+#if !FOXHUNT_VNNI && !FOXHUNT_AVX2
+  TORCH_CHECK(false, "foxhunt's int8 kernel was built without AVX-512 VNNI or AVX2 (simd() is "
+              "\"none\"); keep torch.ao's int8 layers on this CPU");
 #endif
   check(x, "x", torch::kFloat32), check(packed, "packed", torch::kInt8);
   check(col_sum, "col_sum", torch::kInt32), check(w_scale, "w_scale", torch::kFloat32);
@@ -308,7 +435,7 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& packed,
   const int8_t* w_p = packed.data_ptr<int8_t>();
   float* out_p = out.data_ptr<float>();
   const float inv_x = 1.f / static_cast<float>(x_scale);  // in float, as torch
-#if FOXHUNT_VNNI
+#if FOXHUNT_VNNI || FOXHUNT_AVX2
   at::parallel_for(0, (m + kRowBlock - 1) / kRowBlock, 1, [&](int64_t t0, int64_t t1) {
     std::vector<uint8_t> xq(kRowBlock * kp);
     for (int64_t t = t0; t < t1; ++t) {
@@ -324,7 +451,7 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& packed,
   return out;
 }
 
-bool vnni() { return FOXHUNT_VNNI != 0; }
+std::string simd() { return FOXHUNT_VNNI ? "avx512-vnni" : FOXHUNT_AVX2 ? "avx2" : "none"; }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("linear", &linear, "int8 Linear: quantize, int8 GEMM, dequantize (one call)",
@@ -333,5 +460,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("glu") = false, py::arg("skip") = py::none(),
         py::arg("norm_weight") = py::none(), py::arg("norm_bias") = py::none(),
         py::arg("eps") = 1e-5);
-  m.def("vnni", &vnni, "whether this build uses AVX-512 VNNI");
+  m.def("simd", &simd, "the instruction set this build computes with (avx512-vnni, avx2, none)");
 }

@@ -4,8 +4,9 @@ torch.ao's converted Linear is three ops, ``Quantize -> nnq.Linear -> DeQuantize
 writing a full tensor, and at one window its int8 GEMM (oneDNN, fbgemm) costs 75-110 us per
 layer against 8-28 us for an FP32 ``addmm``: with it an int8 TFT was 2x slower than FP32
 at one window and on par at batch 1024. The kernel computes the same values in one call,
-float32 in and float32 out, with an AVX-512 VNNI micro-kernel, and fuses what follows a
-gate's projection: the GLU, and in a ``GateAddNorm`` the residual add and LayerNorm.
+float32 in and float32 out, with an AVX-512 VNNI micro-kernel (or an AVX2 one on CPUs
+without it), and fuses what follows a gate's projection: the GLU, and in a
+``GateAddNorm`` the residual add and LayerNorm.
 
 The quantization itself stays torch.ao's: the int8 weights, weight scales and activation
 scales are those ``convert`` (static input and output scales, QAT) or ``quantize_dynamic``
@@ -15,12 +16,13 @@ scales are those ``convert`` (static input and output scales, QAT) or ``quantize
 modules it replaces.
 
 :func:`accelerate` swaps the kernel in (the export loader does). Without it (no C++
-compiler, a CPU without AVX-512 VNNI, ``FOXHUNT_FUSED_KERNEL=0``) the model keeps
-torch.ao's layers and computes the same values, slower.
+compiler, a CPU without AVX2, ``FOXHUNT_FUSED_KERNEL=0``) the model keeps torch.ao's
+layers and computes the same values, slower.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from types import ModuleType
 from typing import Any, cast
@@ -33,6 +35,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from foxhunt import cpp_kernels
+from foxhunt.errors import FoxhuntError
 from foxhunt.model.layers import GateAddNorm, GatedLinearUnit
 from foxhunt.quant.toolkit import quiet, split_qweight
 
@@ -41,9 +44,23 @@ LANES, GROUP = 16, 4  # the kernel's weight blocks: 16 output channels x 4 input
 GLU_TILE = 32  # GLU outputs per kernel tile: 32 values and their 32 gates
 
 
-def load() -> ModuleType | None:
+def load(extra_flags: tuple[str, ...] = ()) -> ModuleType | None:
     """The compiled kernel, or None (disabled, or the build failed: warned once)."""
-    return cpp_kernels.load(SOURCE, "int8_linear")
+    return cpp_kernels.load(SOURCE, "int8_linear", extra_flags)
+
+
+SIMD_ENV = "FOXHUNT_INT8_SIMD"  # "avx2": build without AVX-512, to test or time that path
+SIMD_FLAGS = {"native": (), "avx2": ("-mno-avx512f",)}
+
+
+def available() -> ModuleType | None:
+    """The kernel where it is worth using: built, with AVX-512 VNNI or AVX2 (``simd()``).
+    ``FOXHUNT_INT8_SIMD=avx2`` builds the AVX2 path on an AVX-512 machine."""
+    simd = os.environ.get(SIMD_ENV, "native")
+    if simd not in SIMD_FLAGS:
+        raise FoxhuntError(f"{SIMD_ENV}={simd!r}: use one of {sorted(SIMD_FLAGS)}, or unset it")
+    kernel = load(SIMD_FLAGS[simd])
+    return kernel if kernel is not None and kernel.simd() != "none" else None
 
 
 def pack_weight(int8: Tensor) -> Tensor:
@@ -126,8 +143,8 @@ class Int8Linear(nn.Module):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)
-        kernel = load()
-        if kernel is None or not kernel.vnni():
+        kernel = available()
+        if kernel is None:
             raise RuntimeError(
                 "foxhunt's int8 kernel is not available here; load the export with "
                 "foxhunt.quant.export.load_export, which falls back to torch.ao's layers"
@@ -201,15 +218,16 @@ def convertible(module: nn.Module) -> bool:
     return isinstance(module, tq.QuantWrapper) and isinstance(module.module, nnq.Linear)
 
 
-def accelerate(model: nn.Module) -> int:
+def accelerate(model: nn.Module, kernel: ModuleType | None = None) -> int:
     """Swap foxhunt's int8 kernel in for the converted Linear layers of ``model`` (in place);
     returns how many modules it replaced. A ``GateAddNorm`` whose GLU projection is int8 and
     whose GLU size is a multiple of 32 becomes one call (projection, GLU, residual and
     LayerNorm); otherwise a ``GatedLinearUnit`` fuses its GLU where it can, and every other
     int8 Linear becomes a kernel call. 0 when the kernel is unavailable: torch.ao's layers
-    stay. For inference: fused gates skip their (eval-mode) dropout."""
-    kernel = load()
-    if kernel is None or not kernel.vnni():  # without VNNI torch.ao's kernels are faster
+    stay. For inference: fused gates skip their (eval-mode) dropout. ``kernel``: a build
+    from :func:`load` (default: :func:`available`)."""
+    kernel = kernel or available()
+    if kernel is None:
         return 0
     swaps: list[tuple[str, nn.Module]] = []
     for name, module in model.named_modules():
