@@ -10,7 +10,7 @@ import pandas as pd
 import torch
 
 from foxhunt.cli.common import add_data_file_arguments, read_frame
-from foxhunt.run import load_run
+from foxhunt.run import LoadedRun, load_run
 from foxhunt.storage import atomic_write_bytes
 from foxhunt.training.job import BASIS_POINTS
 
@@ -25,9 +25,8 @@ def register(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
-def forecast_table(run_dir: Path, frame: pd.DataFrame) -> pd.DataFrame:
+def forecast_table(loaded: LoadedRun, frame: pd.DataFrame) -> pd.DataFrame:
     """One row per symbol and forecast step: quantiles of the log return in basis points."""
-    loaded = load_run(run_dir)
     latest = loaded.preprocessor.latest(frame)
     with torch.no_grad():
         out = loaded.model(latest.batch)
@@ -48,9 +47,9 @@ def forecast_table(run_dir: Path, frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def run(args: argparse.Namespace) -> int:
-    config_tz = load_run(args.run_dir).preprocessor.timezone
-    frame = read_frame(args, config_tz)
-    table = forecast_table(args.run_dir, frame)
+    loaded = load_run(args.run_dir)  # once: an int8 export builds its model as it loads
+    frame = read_frame(args, loaded.preprocessor.timezone)
+    table = forecast_table(loaded, frame)
     print(table.to_string(index=False))
     print("(log-return quantiles in basis points; times extrapolated from the bar spacing)")
     if args.output is not None:
