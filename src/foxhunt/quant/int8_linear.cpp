@@ -248,7 +248,8 @@ void quantize_rows(const float* x, int64_t rows, int64_t k, int64_t kp, float in
       __m256 v = _mm256_fmadd_ps(_mm256_loadu_ps(src + i), inv, z);
       v = _mm256_min_ps(hi, _mm256_max_ps(lo, v));  // a NaN stays NaN, converts to INT_MIN
       const __m256i q = _mm256_cvtps_epi32(v);     // and saturates to 0 below
-      const __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+      const __m128i w =
+          _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
       _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + i), _mm_packus_epi16(w, w));
     }
     for (; i < k; ++i) {
@@ -265,6 +266,11 @@ inline __m256i broadcast4(const uint8_t* p) {  // 4 inputs as int16, repeated 4 
   return _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128(four)));
 }
 
+// 16 int8 weights (4 channels x 4 inputs) as int16
+inline __m256i widen16(const int8_t* p) {
+  return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
 // 8 channels' int32 sums from the pair sums of 4 channels each: [c0a c0b c1a c1b | c2a ...]
 inline __m256i channel_sums(__m256i a, __m256i b) {
   return _mm256_permute4x64_epi64(_mm256_hadd_epi32(a, b), 0xD8);
@@ -278,10 +284,8 @@ void tile(const uint8_t* x0, const uint8_t* x1, const int8_t* packed, int64_t kg
   __m256i b0 = a0, b1 = a0, b2 = a0, b3 = a0;                      // row 1
   const int8_t* wp = packed + b * kg * kLanes * kGroup;
   for (int64_t g = 0; g < kg; ++g, wp += kLanes * kGroup) {
-    const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wp)));
-    const __m256i w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wp + 16)));
-    const __m256i w2 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wp + 32)));
-    const __m256i w3 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wp + 48)));
+    const __m256i w0 = widen16(wp), w1 = widen16(wp + 16), w2 = widen16(wp + 32);
+    const __m256i w3 = widen16(wp + 48);
     const __m256i u = broadcast4(x0 + g * kGroup), v = broadcast4(x1 + g * kGroup);
     a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(w0, u));
     a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(w1, u));
@@ -299,16 +303,20 @@ void tile(const uint8_t* x0, const uint8_t* x1, const int8_t* packed, int64_t kg
   const __m256 hi = _mm256_set1_ps(static_cast<float>(255 - e.out_zp));
   for (int h = 0; h < 2; ++h) {  // channels c0 .. c0 + 8; those past n: masked, then dropped
     const int64_t c0 = b * kLanes + h * 8;
-    const int32_t valid = static_cast<int32_t>(std::max<int64_t>(0, std::min<int64_t>(8, e.n - c0)));
-    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(valid), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const int64_t valid = std::max<int64_t>(0, std::min<int64_t>(8, e.n - c0));
+    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int32_t>(valid)),
+                                         _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     const __m256i comp =
         _mm256_mullo_epi32(_mm256_set1_epi32(e.x_zp), _mm256_maskload_epi32(e.col_sum + c0, m));
-    const __m256 mult = _mm256_mul_ps(_mm256_set1_ps(e.x_scale), _mm256_maskload_ps(e.w_scale + c0, m));
+    const __m256 mult =
+        _mm256_mul_ps(_mm256_set1_ps(e.x_scale), _mm256_maskload_ps(e.w_scale + c0, m));
     const __m256 bias = e.bias ? _mm256_maskload_ps(e.bias + c0, m) : _mm256_setzero_ps();
     for (int i = 0; i < 2; ++i) {
-      __m256 y = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(sums[i][h], comp)), mult, bias);
+      const __m256 acc = _mm256_cvtepi32_ps(_mm256_sub_epi32(sums[i][h], comp));
+      __m256 y = _mm256_fmadd_ps(acc, mult, bias);
       if (e.out_scale > 0.f) {
-        const __m256 q = _mm256_round_ps(_mm256_mul_ps(y, inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        const __m256 q = _mm256_round_ps(_mm256_mul_ps(y, inv),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         y = _mm256_mul_ps(_mm256_min_ps(hi, _mm256_max_ps(lo, q)), so);
       }
       _mm256_storeu_ps((i ? y1 : y0) + c0, y);
@@ -320,7 +328,8 @@ void tile(const uint8_t* x0, const uint8_t* x1, const int8_t* packed, int64_t kg
 inline void glu32(const float* y, float* out) {
   const __m256 one = _mm256_set1_ps(1.f);
   for (int h = 0; h < 4; ++h) {
-    const __m256 minus_gate = _mm256_sub_ps(_mm256_setzero_ps(), _mm256_loadu_ps(y + kGluTile + 8 * h));
+    const __m256 gate = _mm256_loadu_ps(y + kGluTile + 8 * h);
+    const __m256 minus_gate = _mm256_sub_ps(_mm256_setzero_ps(), gate);
     const __m256 denom = _mm256_add_ps(one, foxhunt::exp_approx8(minus_gate));
     _mm256_storeu_ps(out + 8 * h, _mm256_div_ps(_mm256_loadu_ps(y + 8 * h), denom));
   }
@@ -331,7 +340,8 @@ void finish_row(const float* y, const Epilogue& e, float* out) {
     std::memcpy(out, y, e.n * sizeof(float));
     return;
   }
-  for (int64_t t = 0; t < e.n / (2 * kGluTile); ++t) glu32(y + 2 * kGluTile * t, out + kGluTile * t);
+  for (int64_t t = 0; t < e.n / (2 * kGluTile); ++t)
+    glu32(y + 2 * kGluTile * t, out + kGluTile * t);
 }
 
 void compute(const uint8_t* xq, int64_t rows, int64_t kp, const int8_t* packed, int64_t kg,
