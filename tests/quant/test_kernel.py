@@ -251,3 +251,15 @@ def test_simd_can_be_chosen_and_is_checked(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("FOXHUNT_INT8_SIMD", "sse9")
     with pytest.raises(FoxhuntError, match="FOXHUNT_INT8_SIMD='sse9'"):
         available()
+
+
+@pytest.mark.parametrize("glu", [False, True])
+def test_avx2_and_avx512_paths_compute_the_same_outputs(glu: bool) -> None:
+    native, avx2 = load(), load(SIMD_FLAGS["avx2"])
+    if native is None or avx2 is None or native.simd() != "avx512-vnni":
+        pytest.skip("needs a CPU with AVX-512 VNNI to build both paths")
+    layer, x = static_linear(192, 40), inputs(3, 50, 40)
+    with torch.no_grad():
+        a = Int8Linear.from_converted(layer, native, glu=glu)(x)
+        b = Int8Linear.from_converted(layer, avx2, glu=glu)(x)
+    assert torch.equal(a, b)
