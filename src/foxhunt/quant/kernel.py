@@ -1,8 +1,8 @@
 """foxhunt's int8 kernel (int8_linear.cpp) for the Linear layers of converted models.
 
 torch.ao's converted Linear is three ops, ``Quantize -> nnq.Linear -> DeQuantize``, each
-writing a full tensor, and at one window its int8 GEMM (oneDNN, fbgemm) costs 75-110 us per
-layer against 8-28 us for an FP32 ``addmm``: with it an int8 TFT was 2x slower than FP32
+writing a full tensor, and at one window its int8 GEMM (oneDNN, fbgemm) costs 50-110 us per
+layer against 6-28 us for an FP32 ``addmm``: with it an int8 TFT was 2x slower than FP32
 at one window and on par at batch 1024. The kernel computes the same values in one call,
 float32 in and float32 out, with an AVX-512 VNNI micro-kernel (or an AVX2 one on CPUs
 without it), and fuses what follows a gate's projection: the GLU, and in a
