@@ -255,6 +255,4 @@ def accelerate(model: nn.Module, kernel: ModuleType | None = None) -> int:
 
 def _out_features(layer: nn.Module) -> int:
     linear = layer if isinstance(layer, nnqd.Linear) else cast(tq.QuantWrapper, layer).module
-    with quiet():
-        weight_bias = cast(Any, linear)._weight_bias
-        return int(weight_bias()[0].shape[0])
+    return int(cast(Any, linear).out_features)
