@@ -161,7 +161,7 @@ def tiny_trainer(
     torch.manual_seed(training.seed)
     model = TemporalFusionTransformer(model_config)
     if checkpointing != "none":
-        from foxhunt.memory.checkpointing import apply_checkpointing
+        from foxhunt.model.checkpointing import apply_checkpointing
 
         apply_checkpointing(model, checkpointing)
     return Trainer(

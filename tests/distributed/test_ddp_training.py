@@ -57,7 +57,7 @@ def test_two_ranks_match_one_process_on_the_same_global_batch(tmp_path: Path) ->
 
 
 def test_gradient_checkpointing_under_ddp_matches_one_plain_process(tmp_path: Path) -> None:
-    pytest.importorskip("foxhunt.memory.checkpointing")
+    pytest.importorskip("foxhunt.model.checkpointing")
     outcome = launch(fit_worker, tmp_path, dropout=0.0, checkpointing="full")
     assert outcome.exitcodes == [0, 0], outcome.report()
     assert_matches_single_process(results(tmp_path))

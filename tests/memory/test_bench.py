@@ -20,9 +20,9 @@ from foxhunt.memory.bench import (
     run_benchmark,
     step_loss,
 )
-from foxhunt.memory.checkpointing import apply_checkpointing
 from foxhunt.memory.peak import LiveStorageTracker
 from foxhunt.memory.table import format_table
+from foxhunt.model.checkpointing import apply_checkpointing
 from foxhunt.model.config import SEGMENTS
 
 SMALL = {"batch_size": 4, "hidden_size": 16, "lookback": 8, "horizon": 2}

@@ -14,13 +14,13 @@ from torch.utils._pytree import tree_map_only
 from foxhunt import TemporalFusionTransformer, TFTBatch, TFTConfig
 from foxhunt.errors import ConfigError
 from foxhunt.memory.bench import random_batch, step_loss
-from foxhunt.memory.checkpointing import (
+from foxhunt.memory.verify import check_checkpointing
+from foxhunt.model.checkpointing import (
     CheckpointedForward,
     apply_checkpointing,
     checkpointed_segments,
     remove_checkpointing,
 )
-from foxhunt.memory.verify import check_checkpointing
 from foxhunt.model.config import SEGMENTS
 
 

@@ -19,10 +19,10 @@ from foxhunt.errors import ConfigError
 from foxhunt.memory.accuracy import REFERENCE_CASES, check_predictions, format_checks
 from foxhunt.memory.bench import PRESETS, batch_tensors, random_batch
 from foxhunt.memory.budget import CostTable, predict_peak
-from foxhunt.memory.checkpointing import apply_checkpointing, checkpointed_segments
 from foxhunt.memory.oom import parse_budget
 from foxhunt.memory.plan import measure_costs, plan_trainer
 from foxhunt.memory.startup import first_training_batch
+from foxhunt.model.checkpointing import apply_checkpointing, checkpointed_segments
 from foxhunt.model.config import SEGMENTS, TFTConfig
 from foxhunt.model.tft import TemporalFusionTransformer
 from foxhunt.run import HISTORY_FILE, RunConfig

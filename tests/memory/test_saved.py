@@ -10,8 +10,8 @@ from torch.utils.checkpoint import checkpoint
 
 from foxhunt import TemporalFusionTransformer, TFTConfig
 from foxhunt.memory.bench import measure_saved, random_batch, step_loss
-from foxhunt.memory.checkpointing import apply_checkpointing
 from foxhunt.memory.saved import INPUTS, TOP_LEVEL, SavedTensorMeter
+from foxhunt.model.checkpointing import apply_checkpointing
 
 F32 = 4
 

@@ -1,14 +1,14 @@
 from __future__ import annotations
 
 import dataclasses
-import types
 
 import pytest
 import torch
-from torch.utils.checkpoint import checkpoint
 
 from foxhunt import TemporalFusionTransformer, TFTBatch, TFTConfig, quantile_loss
-from foxhunt.model import SEGMENTS
+from foxhunt.memory.bench import PRESETS, measure_saved, random_batch, step_loss
+from foxhunt.model import SEGMENTS, checkpointed_segments
+from foxhunt.training.precision import cpu_bf16_problem
 
 EXAMPLE = TFTConfig(
     num_static=5, num_past=220, num_future=10, hidden_size=64, variable_hidden_size=16,
@@ -93,6 +93,11 @@ def test_two_lstm_layers_and_float64(small_config, make_batch) -> None:
     assert out.quantiles.dtype == torch.float64 and torch.isfinite(out.quantiles).all()
 
 
+@pytest.mark.skipif(
+    cpu_bf16_problem() is not None,
+    reason=f"this CPU cannot run the model in bf16 ({cpu_bf16_problem()}); "
+    "--precision bf16 is refused here (tests/training/test_precision.py)",
+)
 def test_bf16_autocast_has_no_nan(cfg: TFTConfig, make_batch) -> None:
     model, batch = TemporalFusionTransformer(cfg), make_batch(cfg)
     for return_attention in (False, True):
@@ -106,15 +111,16 @@ def test_bf16_autocast_has_no_nan(cfg: TFTConfig, make_batch) -> None:
     assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
 
 
-def test_checkpointing_every_segment_gives_the_same_gradients(cfg: TFTConfig, make_batch) -> None:
-    """Each segment takes and returns tensors: torch.utils.checkpoint can wrap it as is."""
+def test_config_checkpointing_wraps_every_segment_and_keeps_gradients(
+    cfg: TFTConfig, make_batch
+) -> None:
+    """The config's policy takes effect when the model is built: every segment runs under
+    foxhunt's transform, and the gradients (dropout included) are those of the plain model."""
     grads = []
-    for wrap in (False, True):
+    for policy in ("none", "full"):
         torch.manual_seed(0)
-        model = TemporalFusionTransformer(cfg).train()
-        if wrap:
-            for name in SEGMENTS:
-                _wrap_with_checkpoint(getattr(model, name))
+        model = TemporalFusionTransformer(dataclasses.replace(cfg, checkpointing=policy)).train()
+        assert checkpointed_segments(model) == ([] if policy == "none" else list(SEGMENTS))
         batch = make_batch(cfg)
         assert batch.target is not None
         torch.manual_seed(1)
@@ -124,13 +130,21 @@ def test_checkpointing_every_segment_gives_the_same_gradients(cfg: TFTConfig, ma
         torch.testing.assert_close(checkpointed, plain)
 
 
-def _wrap_with_checkpoint(module: torch.nn.Module) -> None:
-    forward = module.forward
-
-    def checkpointed(self, *args, **kwargs):
-        return checkpoint(forward, *args, use_reentrant=False, **kwargs)
-
-    module.forward = types.MethodType(checkpointed, module)  # type: ignore[method-assign]
+def test_config_checkpointing_saves_memory_at_the_reference_config() -> None:
+    """``TFTConfig(checkpointing="full")`` at the CPU reference config keeps at most 20% of the
+    bytes the plain model saves for backward (measured, net of the inputs checkpointing keeps)."""
+    preset = PRESETS["cpu-reference"]
+    batch = random_batch(preset.config, preset.batch_size, seed=0)
+    saved = {}
+    for policy in ("none", "full"):
+        torch.manual_seed(0)
+        config = dataclasses.replace(preset.config, checkpointing=policy)
+        model = TemporalFusionTransformer(config).train()
+        saved[policy] = measure_saved(
+            model, lambda m=model: step_loss(m, batch, preset.config.quantiles)
+        )
+    assert saved["full"].checkpoint_inputs > 0  # the meter saw what checkpointing keeps
+    assert saved["full"].total <= 0.2 * saved["none"].total, (saved["full"], saved["none"])
 
 
 @pytest.mark.parametrize(
@@ -153,5 +167,20 @@ def test_bad_inputs_name_the_tensor_and_both_shapes(cfg, make_batch, field, make
         TemporalFusionTransformer(cfg)(bad)
 
 
-def test_batch_type_is_the_typed_dataclass(cfg: TFTConfig, make_batch) -> None:
-    assert isinstance(make_batch(cfg), TFTBatch)
+def test_the_data_pipeline_feeds_the_model_typed_batches() -> None:
+    """What the window dataset yields is a TFTBatch whose tensors have the shapes and dtypes
+    the model checks, for a model fitted to that data (not a hand-made batch)."""
+    from foxhunt.data import DataConfig, prepare_data
+    from foxhunt.training.inference import sequential_batches
+    from foxhunt.training.job import fit_model_config
+
+    data = prepare_data(DataConfig(synthetic_days=4, lookback=8, horizon=3))
+    base = TFTConfig(num_static=0, num_past=1, num_future=0, lookback=8, horizon=3, hidden_size=8,
+                     variable_hidden_size=4, attention_heads=2)  # fmt: skip
+    cfg = fit_model_config(base, data)
+    batch = next(iter(sequential_batches(data.test, 4)))
+    assert isinstance(batch, TFTBatch)
+    assert batch.past.dtype == torch.float32 and batch.past.shape == (4, 8, cfg.num_past)
+    assert batch.target is not None and batch.target.shape == (4, 3)
+    out = TemporalFusionTransformer(cfg).eval()(batch)
+    assert out.quantiles.shape == (4, 3, len(cfg.quantiles))

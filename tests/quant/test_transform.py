@@ -8,12 +8,14 @@ import pytest
 import torch
 import torch.ao.nn.quantized as nnq
 import torch.ao.nn.quantized.dynamic as nnqd
-from quant_helpers import batches, predict
+from quant_helpers import batches, exact_static_linear, predict
+from test_kernel import static_linear
 from torch import nn
 from torch.ao.nn.qat import Linear as QATLinear
 
 from foxhunt import TemporalFusionTransformer, TFTConfig
 from foxhunt.data import PreparedData
+from foxhunt.errors import FoxhuntError
 from foxhunt.model.variable_grns import VariableGRNs
 from foxhunt.quant import (
     QATConfig,
@@ -23,6 +25,8 @@ from foxhunt.quant import (
     prepare_qat,
     quantize_dynamic,
 )
+from foxhunt.quant.guard import check_exact, saturation
+from foxhunt.quant.kernel import accelerate, available
 from foxhunt.quant.serialize import int8_tensors, layout_digest, load_int8_tensors, pack, unpack
 from foxhunt.quant.toolkit import engine
 from foxhunt.quant.weights import ChannelFakeQuant, Int8Weight, int8_of
@@ -89,13 +93,43 @@ def test_convert_stores_exactly_the_fake_quantized_weights(qat_model: nn.Module)
 def test_int8_model_is_close_to_the_fake_quant_model(
     qat_model: nn.Module, data: PreparedData
 ) -> None:
-    """8-bit activations (backend "onednn"): the int8 model computes what QAT simulated, up
-    to int32 accumulation order and requantization rounding (a few outputs, one step)."""
+    """8-bit activations (backend "onednn"): every path that computes the int8 model gives
+    what QAT simulated, up to int32 accumulation order and requantization rounding (a few
+    outputs, one step), or refuses to run. torch.ao's layers refuse on a CPU without VNNI
+    (their 16-bit sums saturate); foxhunt's kernel is exact on AVX2 and AVX-512 alike."""
     reference = predict(qat_model, data)
-    int8 = predict(convert(copy.deepcopy(qat_model)), data)
     spread = reference.std()
-    assert (int8 - reference).abs().mean() < 1e-4 * spread
-    assert (int8 - reference).abs().max() < 0.01 * spread
+    ao = convert(copy.deepcopy(qat_model))
+    paths = {"torch.ao": ao}
+    if available() is not None:
+        paths["foxhunt kernel"] = copy.deepcopy(ao)
+        assert accelerate(paths["foxhunt kernel"]) > 0
+    for name, model in paths.items():
+        if name == "torch.ao" and saturation("onednn") is not None:
+            with pytest.raises(FoxhuntError, match=r"no VNNI: torch\.ao's onednn int8 Linear"):
+                predict(model, data)
+            continue
+        int8 = predict(model, data)
+        assert (int8 - reference).abs().mean() < 1e-4 * spread, name
+        assert (int8 - reference).abs().max() < 0.01 * spread, name
+
+
+def test_the_saturation_probe_tells_exact_from_saturating_sums(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The probe says exact exactly where torch.ao's static Linear computes the exact integer
+    result of large activations; a saturating CPU is refused with one line naming a layer."""
+    wrapper = static_linear(64, 128)
+    x = torch.rand(50, 128) * 6 - 0.5  # most activations quantize near 255
+    with torch.no_grad():
+        exact = torch.equal(wrapper(x), exact_static_linear(wrapper, x))
+    assert exact == (saturation("onednn") is None)
+    fake = "a probe whose exact value is 64 gave 32.5 (saturating 16-bit sums)"
+    monkeypatch.setattr("foxhunt.quant.guard.saturation", lambda engine: fake)
+    model = nn.Sequential(nnq.Linear(4, 2))
+    with pytest.raises(FoxhuntError, match=r"no VNNI.*gave 32\.5.*\(e\.g\. 0\)"):
+        check_exact(model, "onednn")
+    check_exact(nn.Sequential(nnqd.Linear(4, 2)), "onednn")  # dynamic layers: 7-bit, exact
 
 
 def test_dynamic_ptq_is_close_to_fp32(
@@ -141,4 +175,11 @@ def test_int8_state_round_trips_through_plain_tensors(
         like = int8_tensors(rebuilt)
         assert layout_digest(like) == layout_digest(tensors)
         load_int8_tensors(rebuilt, unpack(packed, like))
+    again = int8_tensors(rebuilt)
+    assert again.keys() == tensors.keys()
+    assert all(torch.equal(again[k], tensors[k]) for k in tensors)
+    if mode == "qat" and saturation(QATConfig().backend) is not None:
+        if available() is None:  # torch.ao's layers refuse to run here: the tensors must do
+            return
+        accelerate(model), accelerate(rebuilt)
     assert torch.equal(predict(rebuilt, data), predict(model, data))

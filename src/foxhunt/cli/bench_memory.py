@@ -14,8 +14,8 @@ from foxhunt.cli.common import csv_tuple
 from foxhunt.errors import ConfigError
 from foxhunt.memory.accuracy import check_predictions, format_checks
 from foxhunt.memory.bench import PRESETS, default_modes, run_benchmark, with_overrides
-from foxhunt.memory.checkpointing import resolve_policy
 from foxhunt.memory.table import format_table
+from foxhunt.model.checkpointing import resolve_policy
 
 log = logging.getLogger("foxhunt.memory")
 

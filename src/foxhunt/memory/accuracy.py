@@ -20,9 +20,9 @@ from torch.utils.data import Dataset
 from foxhunt.batch import TFTBatch
 from foxhunt.memory.bench import batch_tensors, random_batch
 from foxhunt.memory.budget import MB, predict_peak
-from foxhunt.memory.checkpointing import apply_checkpointing
 from foxhunt.memory.peak import LiveStorageTracker
 from foxhunt.memory.plan import measure_costs
+from foxhunt.model.checkpointing import apply_checkpointing
 from foxhunt.model.config import SEGMENTS, TFTConfig
 from foxhunt.model.tft import TemporalFusionTransformer
 from foxhunt.training.config import TrainingConfig

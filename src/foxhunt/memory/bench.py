@@ -28,9 +28,9 @@ import torch
 from torch import Tensor, nn
 
 from foxhunt.batch import TFTBatch
-from foxhunt.memory.checkpointing import Policy, apply_checkpointing
 from foxhunt.memory.peak import LiveStorageTracker, cuda_peak
 from foxhunt.memory.saved import SavedReport, SavedTensorMeter
+from foxhunt.model.checkpointing import Policy, apply_checkpointing
 from foxhunt.model.config import SEGMENTS, TFTConfig
 from foxhunt.model.loss import quantile_loss
 from foxhunt.model.tft import TemporalFusionTransformer

@@ -34,13 +34,13 @@ from torch import Tensor, nn
 from foxhunt.batch import TFTBatch
 from foxhunt.memory.bench import batch_tensors, measure_saved
 from foxhunt.memory.budget import CostTable, MemoryPlan, SegmentCost, Working, plan_memory
-from foxhunt.memory.checkpointing import (
+from foxhunt.memory.moments import FORWARD, moment_peaks, state_bytes, tensor_bytes
+from foxhunt.memory.saved import INPUTS
+from foxhunt.model.checkpointing import (
     apply_checkpointing,
     checkpointed_segments,
     remove_checkpointing,
 )
-from foxhunt.memory.moments import FORWARD, moment_peaks, state_bytes, tensor_bytes
-from foxhunt.memory.saved import INPUTS
 from foxhunt.model.config import SEGMENTS
 from foxhunt.model.loss import quantile_loss
 

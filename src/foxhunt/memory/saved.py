@@ -9,9 +9,10 @@ Non-reentrant activation checkpointing (``torch.utils.checkpoint``, ``use_reentr
 replaces what a segment saves with empty holders, but it keeps the segment's *inputs* for the
 recomputation: top-level tensor arguments as ``SavedTensor``s (they go through the same pack
 hook), everything else (tensors in tuples, keyword arguments) by plain reference in a closure,
-which no hook sees. :mod:`foxhunt.memory.checkpointing` therefore reports every tensor it hands
-to ``checkpoint`` (and the RNG state it stashes) with :func:`note_checkpoint_inputs`, and the
-meter counts them as well: the saving it reports is net of what checkpointing itself holds.
+which no hook sees. :mod:`foxhunt.model.checkpointing` therefore reports every tensor it hands
+to ``checkpoint`` (and the RNG state it stashes) to its ``INPUT_LISTENERS``, where an active
+meter listens, and the meter counts them as well: the saving it reports is net of what
+checkpointing itself holds.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 from torch.utils.weak import WeakIdKeyDictionary
+
+from foxhunt.model.checkpointing import INPUT_LISTENERS
 
 TOP_LEVEL = "(top level)"  # saved by the model's own forward, outside any named child
 INPUTS = " (inputs kept)"  # suffix: tensors a checkpointed segment keeps for its recompute
@@ -81,10 +84,12 @@ class SavedTensorMeter:
         self._hooks = contextlib.ExitStack()
         self._hooks.enter_context(torch.autograd.graph.saved_tensors_hooks(self._pack, _unpack))
         _active.append(self)
+        INPUT_LISTENERS.append(self._note_checkpoint_inputs)
         return self
 
     def __exit__(self, *exc: object) -> None:
         _active.remove(self)
+        INPUT_LISTENERS.remove(self._note_checkpoint_inputs)
         assert self._hooks is not None
         self._hooks.close()
         for handle in self._handles:
@@ -110,6 +115,13 @@ class SavedTensorMeter:
     def record_bytes(self, owner: str, nbytes: int) -> None:
         self._extra[owner] = self._extra.get(owner, 0) + nbytes
 
+    def _note_checkpoint_inputs(self, segment: str, tensors: list[Tensor], rng_bytes: int) -> None:
+        """What a checkpointed segment keeps for its recomputation (its inputs, RNG state)."""
+        for t in tensors:
+            self.record(t, segment + INPUTS)
+        if rng_bytes:
+            self.record_bytes(segment + INPUTS, rng_bytes)
+
     def _pack(self, tensor: Tensor) -> Tensor:
         for meter in _active:  # only the innermost hooks run: tell the enclosing meters too
             meter.record(tensor)
@@ -128,16 +140,3 @@ class SavedTensorMeter:
 
 def _unpack(tensor: Tensor) -> Tensor:
     return tensor
-
-
-def note_checkpoint_inputs(segment: str, tensors: Iterable[Tensor], extra_bytes: int = 0) -> None:
-    """Tell active meters what a checkpointed segment keeps for its recomputation."""
-    for meter in _active:
-        for t in tensors:
-            meter.record(t, segment + INPUTS)
-        if extra_bytes:
-            meter.record_bytes(segment + INPUTS, extra_bytes)
-
-
-def meters_active() -> bool:
-    return bool(_active)

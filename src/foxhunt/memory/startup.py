@@ -11,8 +11,8 @@ from torch import Tensor
 
 from foxhunt.batch import TFTBatch
 from foxhunt.memory.bench import MiB, measure_saved
-from foxhunt.memory.checkpointing import apply_checkpointing, remove_checkpointing
 from foxhunt.memory.saved import SavedReport
+from foxhunt.model.checkpointing import apply_checkpointing, remove_checkpointing
 from foxhunt.model.config import SEGMENTS
 from foxhunt.model.loss import quantile_loss
 from foxhunt.training.inference import make_loader

@@ -1,5 +1,10 @@
 """The Temporal Fusion Transformer: config, blocks, model and loss."""
 
+from foxhunt.model.checkpointing import (
+    apply_checkpointing,
+    checkpointed_segments,
+    remove_checkpointing,
+)
 from foxhunt.model.config import SEGMENTS, TFTConfig
 from foxhunt.model.loss import quantile_loss, quantile_loss_per_quantile
 from foxhunt.model.tft import TemporalFusionTransformer, TFTOutput
@@ -9,6 +14,9 @@ __all__ = [
     "TFTConfig",
     "TFTOutput",
     "TemporalFusionTransformer",
+    "apply_checkpointing",
+    "checkpointed_segments",
     "quantile_loss",
     "quantile_loss_per_quantile",
+    "remove_checkpointing",
 ]

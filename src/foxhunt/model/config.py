@@ -61,8 +61,9 @@ class TFTConfig:
     lstm_layers: int = 1
     """Stacked LSTM layers in the encoder and in the decoder (>= 1)."""
     checkpointing: str | tuple[str, ...] = "none"
-    """Activation checkpointing policy, applied from outside the model: "none", "full", or a
-    tuple of names from ``SEGMENTS``. Stored and validated here only."""
+    """Activation checkpointing policy: "none", "full", or a tuple of names from ``SEGMENTS``.
+    The model built from this config is checkpointed accordingly (by ``apply_checkpointing``,
+    the one transform; its activations are dropped in forward and recomputed in backward)."""
 
     def __post_init__(self) -> None:
         _check_int(self.num_static, "num_static", 0)

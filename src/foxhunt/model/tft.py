@@ -1,8 +1,10 @@
 """The Temporal Fusion Transformer (Lim et al. 2021, figure 2), composed from its blocks.
 
 Top-level children are the segments named in ``config.SEGMENTS`` (each a module whose
-forward takes and returns tensors, so that an outside transform can wrap it with
-activation checkpointing) plus small glue: ``post_lstm_gate`` and ``output_head``.
+forward takes and returns tensors, so that the checkpointing transform can wrap it) plus
+small glue: ``post_lstm_gate`` and ``output_head``. The constructor applies
+``config.checkpointing`` through that transform (``model/checkpointing.py``);
+``apply_checkpointing`` / ``remove_checkpointing`` change it later.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import torch
 from torch import Tensor, nn
 
 from foxhunt.batch import TFTBatch
+from foxhunt.model.checkpointing import apply_checkpointing
 from foxhunt.model.config import TFTConfig
 from foxhunt.model.fusion import TemporalFusionDecoder
 from foxhunt.model.layers import GateAddNorm
@@ -64,6 +67,7 @@ class TemporalFusionTransformer(nn.Module):
             h, cfg.attention_heads, p, cfg.lookback, cfg.horizon
         )
         self.output_head = nn.Linear(h, len(cfg.quantiles))  # eq. 23
+        apply_checkpointing(self, cfg.checkpointing)  # the one transform; a no-op for "none"
 
     def forward(self, batch: TFTBatch, return_attention: bool = False) -> TFTOutput:
         """Attention weights are computed in eval mode or when ``return_attention``; in

@@ -34,6 +34,7 @@ from foxhunt.data import Preprocessor
 from foxhunt.errors import ConfigError, FoxhuntError
 from foxhunt.model.tft import TemporalFusionTransformer
 from foxhunt.quant.config import LSTM_MODES, QATConfig
+from foxhunt.quant.guard import check_exact
 from foxhunt.quant.kernel import accelerate
 from foxhunt.quant.serialize import int8_tensors, layout_digest, load_int8_tensors, pack, unpack
 from foxhunt.quant.toolkit import engine
@@ -153,7 +154,8 @@ def load_export(
     """Rebuild the int8 model of an export folder (CPU only: the int8 kernels are).
 
     ``kernel``: compute the int8 Linear layers with foxhunt's kernel (``quant/kernel.py``)
-    where it builds; False keeps torch.ao's layers (the same values, slower).
+    where it builds; False keeps torch.ao's layers (the same values, slower), which a CPU
+    without VNNI cannot compute exactly: there the export is refused (``quant/guard.py``).
     """
     folder = Path(folder)
     if torch.device(device).type != "cpu":
@@ -177,6 +179,7 @@ def load_export(
         _load_tensors(model, spec, path)
     dequantize_stored(model)  # int8 in the file; these weights compute in float32
     fused = accelerate(model) if kernel else 0
+    check_exact(model, spec["engine"])  # refused here if torch.ao computes it, inexactly
     if fused:
         log.info("%s: foxhunt's int8 kernel computes %d layers and gates", folder, fused)
     elif kernel:  # asked for, but off (FOXHUNT_FUSED_KERNEL=0), not built, or no AVX2 here

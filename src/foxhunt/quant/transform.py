@@ -39,6 +39,7 @@ from torch.nn.utils import parametrize
 from foxhunt.model.variable_grns import VariableGRNs
 from foxhunt.model.variable_selection import VariableSelectionNetwork
 from foxhunt.quant.config import QATConfig
+from foxhunt.quant.guard import guard
 from foxhunt.quant.schedule import SCHEDULE_NAME, ObserverSchedule, schedule_of, set_observers
 from foxhunt.quant.toolkit import (
     dynamic_lstm,
@@ -178,7 +179,9 @@ def convert(model: nn.Module) -> nn.Module:
     """Turn a QAT-prepared model into its int8 CPU model, in place (eval mode); returns it.
 
     Uses the frozen scales: the int8 model computes what the fake-quant model simulated, up
-    to int32 accumulation and requantization rounding.
+    to int32 accumulation and requantization rounding. On a CPU where torch.ao's int8 Linear
+    is not exact (no VNNI) the model refuses to run until ``kernel.accelerate`` swaps in
+    foxhunt's exact kernel (``quant/guard.py``).
     """
     schedule = schedule_of(model)
     if schedule is None:
@@ -199,7 +202,7 @@ def convert(model: nn.Module) -> nn.Module:
                 fake_quant = int8_of(module, tensor)
                 if isinstance(fake_quant, ChannelFakeQuant):
                     store_int8(module, tensor, *fake_quant.int8(original_of(module, tensor)))
-    return model
+    return guard(model, schedule.config.backend)
 
 
 def _convert_lstm(lstm: nn.LSTM) -> nn.Module:

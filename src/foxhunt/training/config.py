@@ -29,7 +29,8 @@ class TrainingConfig:
         min_delta: improvement in validation loss that counts as one (>= 0).
         seed: seeds parameters, dropout and the shuffle order.
         device: "auto" (CUDA when available), "cpu" or "cuda".
-        precision: "fp32", or "bf16"/"fp16" autocast on CUDA.
+        precision: "fp32"; "bf16" autocast on CUDA and on CPUs with AVX-512 BF16 or AMX
+            (refused, before training, elsewhere); "fp16" autocast on CUDA.
         max_steps_per_epoch: cap on optimizer steps per epoch, for quick runs; None = all.
         max_nonfinite_steps: consecutive NaN/inf losses tolerated (step skipped) before stopping.
         num_workers: DataLoader worker processes (0 = load in the training process).

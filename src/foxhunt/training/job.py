@@ -16,10 +16,10 @@ from torch import nn
 from foxhunt.data import PreparedData, Preprocessor, WindowDataset, prepare_data
 from foxhunt.errors import FoxhuntError
 from foxhunt.memory import MemoryProfiler
-from foxhunt.memory.checkpointing import apply_checkpointing
 from foxhunt.memory.oom import REPLAN_FRACTION, budget_bytes, fit_with_oom_guard
 from foxhunt.memory.plan import plan_trainer
 from foxhunt.memory.startup import report_checkpointing
+from foxhunt.model.checkpointing import checkpointed_segments
 from foxhunt.model.config import TFTConfig
 from foxhunt.model.tft import TemporalFusionTransformer
 from foxhunt.quant import QATConfig, prepare_qat
@@ -40,6 +40,7 @@ from foxhunt.storage import atomic_write_json
 from foxhunt.storage.base import CheckpointError
 from foxhunt.storage.remote import open_storage
 from foxhunt.training.checkpoint import Checkpointer
+from foxhunt.training.config import resolve_device
 from foxhunt.training.distributed import (
     DistributedContext,
     barrier,
@@ -53,6 +54,7 @@ from foxhunt.training.metrics import (
     historical_quantile_forecast,
     zero_forecast,
 )
+from foxhunt.training.precision import autocast_dtype
 from foxhunt.training.trainer import Trainer
 
 log = logging.getLogger("foxhunt.train")
@@ -172,6 +174,8 @@ def train(
     options = options or JobOptions()
     ctx = distributed or DistributedContext()
     started = time.perf_counter()
+    device = resolve_device(config.training.device, ctx.local_rank if ctx.world_size > 1 else None)
+    autocast_dtype(config.training.precision, device)  # refused here, before anything is written
     torch.manual_seed(config.training.seed)
     preprocessor = load_saved_preprocessor(output_dir) if options.resume else None
     data = prepare_data(config.data, preprocessor=preprocessor)
@@ -179,11 +183,11 @@ def train(
     config = replace(config, model=model_config)
     model = TemporalFusionTransformer(model_config)
     qat = run_qat_config(output_dir, options.qat, resume=options.resume)
-    if qat is not None:  # fake quantization first; checkpointing and DDP compose over it
+    if qat is not None:  # composes with the checkpointing the constructor applied; DDP wraps last
         prepare_qat(model, qat)
     for transform in model_transforms:
         transform(model)
-    checkpointed = apply_checkpointing(model, model_config.checkpointing)
+    checkpointed = checkpointed_segments(model)  # the constructor applied the config's policy
     params = sum(p.numel() for p in model.parameters())
     log.info(
         "model: %d parameters; %d static, %d past, %d future inputs; lookback %d, horizon %d",

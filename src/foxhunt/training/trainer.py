@@ -20,6 +20,7 @@ from foxhunt.batch import TFTBatch
 from foxhunt.errors import FoxhuntError
 from foxhunt.memory.oom import optimizer_step_oom
 from foxhunt.model.loss import quantile_loss
+from foxhunt.training import precision
 from foxhunt.training.config import TrainingConfig, resolve_device
 from foxhunt.training.distributed import all_reduce_sum, rank_step_seed, wrap_ddp
 from foxhunt.training.inference import make_loader, predict_windows
@@ -87,6 +88,8 @@ class Trainer:
         #: (None = the whole batch at once). Set by the memory planner, see memory/plan.py.
         self.micro_batch_size = micro_batch_size
         self.device = resolve_device(config.device, local_rank if world_size > 1 else None)
+        #: decided here, before any step: a device that cannot run it raises ConfigError
+        self.autocast_dtype = precision.autocast_dtype(config.precision, self.device)
         self.model = model.to(self.device)
         # DDP is the last transform; it wraps whatever checkpointing/QAT left in the model
         self.train_model: nn.Module = (
@@ -114,10 +117,7 @@ class Trainer:
 
     # --- named steps -------------------------------------------------------------------
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
-        if self.config.precision == "fp32" or self.device.type != "cuda":
-            return contextlib.nullcontext()
-        dtype = torch.bfloat16 if self.config.precision == "bf16" else torch.float16
-        return torch.autocast("cuda", dtype=dtype)
+        return precision.autocast(self.device, self.autocast_dtype)
 
     def compute_loss(self, batch: TFTBatch) -> Tensor:
         assert batch.target is not None, "training batches carry targets"

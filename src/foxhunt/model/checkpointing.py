@@ -1,6 +1,7 @@
-"""Activation checkpointing of the TFT's segments, applied from outside the model.
+"""Activation checkpointing of the TFT's segments: one transform, applied from outside.
 
-``apply_checkpointing(model, policy)`` is the one place that decides what is checkpointed. A
+``apply_checkpointing(model, policy)`` is the one place that decides what is checkpointed
+(``TemporalFusionTransformer`` calls it once, with ``TFTConfig.checkpointing``). A
 checkpointed segment keeps its weights and its ``state_dict`` keys: only the instance's
 ``forward`` is replaced by a callable that runs the original forward under
 ``torch.utils.checkpoint.checkpoint(..., use_reentrant=False, preserve_rng_state=True)``.
@@ -12,7 +13,8 @@ the plain forward runs.
 What checkpointing still holds: the segment's inputs (needed to recompute) and a copy of the
 RNG state. Every input tensor, also those nested in tuples (the LSTM state) or passed by
 keyword, is handed to ``checkpoint`` as a top-level argument, so torch keeps each of them as
-a ``SavedTensor`` (version-checked against in-place changes) and the memory meter sees them.
+a ``SavedTensor`` (version-checked against in-place changes), and every listener in
+``INPUT_LISTENERS`` (the saved-bytes meter of ``foxhunt.memory.saved``) is told about them.
 
 Note on hooks: forward (pre-)hooks registered on a checkpointed segment fire once per call, as
 before; the recomputation calls the original forward directly, so only hooks of the modules
@@ -21,7 +23,7 @@ inside the segment fire again in backward.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -30,10 +32,14 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 from torch.utils.checkpoint import checkpoint, get_device_states
 
 from foxhunt.errors import ConfigError
-from foxhunt.memory.saved import meters_active, note_checkpoint_inputs
 from foxhunt.model.config import SEGMENTS
 
 Policy = str | Sequence[str]
+
+#: Told (segment name, tensors kept for the recompute, RNG-state bytes) each time a segment
+#: runs checkpointed; the memory meters register here so that the model imports nothing above it.
+InputsListener = Callable[[str, list[Tensor], int], None]
+INPUT_LISTENERS: list[InputsListener] = []
 
 
 def resolve_policy(policy: Policy) -> tuple[str, ...]:
@@ -115,9 +121,11 @@ class CheckpointedForward:
         if not (self.module.training and torch.is_grad_enabled()):
             return self.run(*args, **kwargs)  # nothing would be saved: no recompute either
         leaves, spec = tree_flatten((args, kwargs))
-        if meters_active():
+        if INPUT_LISTENERS:
             tensors = [t for t in leaves if isinstance(t, Tensor)]
-            note_checkpoint_inputs(self.name, tensors, self._rng_state_bytes(tensors))
+            rng_bytes = self._rng_state_bytes(tensors)
+            for listener in INPUT_LISTENERS:
+                listener(self.name, tensors, rng_bytes)
 
         def segment(*flat: Any) -> Any:
             inner_args, inner_kwargs = tree_unflatten(list(flat), spec)
