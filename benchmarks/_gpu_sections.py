@@ -11,6 +11,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import torch
@@ -83,7 +84,7 @@ def amp_bf16(sizes: Sizes, device: torch.device) -> dict[str, Any]:
     times: dict[str, list[float]] = {name: [] for name in steps}
     for i in range(total):
         for name in list(steps) if i % 2 else list(steps)[::-1]:
-            elapsed, loss = _timed(lambda step=steps[name], i=i: step(i), device)
+            elapsed, loss = _timed(partial(steps[name], i), device)
             losses[name].append(loss)
             if i >= sizes.amp_warmup:
                 times[name].append(elapsed)
@@ -167,10 +168,10 @@ def fused_vsn(sizes: Sizes, device: torch.device) -> dict[str, Any]:
         "param_grad": param_diffs[worst],
     }
     out_abs = float((out_fast - out_ref).abs().max())
-    times = {}
+    times: dict[str, float] = {}
     for name, module in (("fused", fast), ("reference", ref)):
         times[name] = 1e3 * statistics.median(
-            _timed(lambda module=module: run(module), device)[0] for _ in range(sizes.vsn_reps)
+            _timed(partial(run, module), device)[0] for _ in range(sizes.vsn_reps)
         )
     ok = max(diffs.values()) <= sizes.vsn_tolerance
     return {

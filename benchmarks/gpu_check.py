@@ -12,15 +12,17 @@ Sections, each timed, each failure caught and recorded without losing the others
 4. the fused variable selection op against the plain per-variable reference;
 5. the memory profiler's snapshots and its leak warning on a planted leak.
 
-``--out DIR`` gets ``gpu_check.json`` (rewritten after every section, so a run cut short keeps
-what it measured) and ``gpu_check.md``, tables to paste into the docs. Exit status 1 when a
-section failed or raised. ``--dry-run`` runs on CPU, where the 4 GB cap cannot be set: the
-measured peak is compared with it instead ("emulated"), and ``-m gpu`` skips everything.
+``--out DIR`` gets ``gpu_check.json`` and ``gpu_check.md`` (tables to paste into the docs),
+both rewritten after every section so that a run cut short keeps what it measured. Exit
+status 1 when a section failed or raised. ``--dry-run`` runs on CPU, where the 4 GB cap
+cannot be set: the measured peak is compared with it instead ("emulated"), and ``-m gpu``
+skips everything.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import signal
@@ -158,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         "commit": _git_commit(),
         "started_utc": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "budget_s": args.budget_s,
+        "sizes": dataclasses.asdict(sizes),
         "sections": {},
     }
     sections: dict[str, Callable[[float], dict[str, Any]]] = {
@@ -177,9 +180,9 @@ def main(argv: list[str] | None = None) -> int:
         report["sections"][name] = result
         report["total_s"] = round(time.monotonic() - start, 1)
         (args.out / "gpu_check.json").write_text(json.dumps(report, indent=2) + "\n")
+        (args.out / "gpu_check.md").write_text(to_markdown(report))
         if device.type == "cuda":
             torch.cuda.empty_cache()
-    (args.out / "gpu_check.md").write_text(to_markdown(report))
     print(f"[gpu_check] done in {report['total_s']} s: {args.out / 'gpu_check.json'}", flush=True)
     bad = [n for n, s in report["sections"].items() if s["status"] in ("error", "failed")]
     return 1 if bad else 0
