@@ -110,11 +110,8 @@ def score(
     *,
     vol: dict[str, np.ndarray] | None = None,
 ) -> dict[str, Any]:
-    """TFT metrics and the baselines on the same windows; everything in basis points.
-
-    vol: the volatility baselines' forecasts [N, H, Q] (training/comparison.py); a forecast
-    with NaN (a baseline that could not be fitted) scores as unavailable, not as a crash.
-    """
+    """TFT metrics and the baselines on the same windows; everything in basis points. `vol`:
+    volatility baselines [N, H, Q] (comparison.py); one with NaN (not fitted) is unavailable."""
     baselines = {}
     for name, forecast in all_baselines(historical, pred.shape, vol).items():
         if np.isfinite(forecast).all():
