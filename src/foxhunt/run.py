@@ -7,7 +7,9 @@ A folder alone rebuilds the model: `load_run(dir)` needs nothing else.
       model.safetensors  weights (no pickle)
       preprocessor.json  fitted scalers and category encoders
       metrics.json       test metrics of the TFT and the baselines
-      baseline.json      per-step train quantiles, the historical baseline `evaluate` reuses
+      baseline.json      what the baselines fitted on train (historical quantiles per step,
+                         intraday profiles, GARCH parameters), for `evaluate` to reuse
+      test_forecasts.parquet  every test window's forecasts, the TFT's and the baselines'
       history.jsonl      one line per epoch (and memory events)
 """
 

@@ -1,8 +1,12 @@
 """The main job end to end through the CLI: train, predict, evaluate, resume."""
 
+import contextlib
+import io
 import json
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 from safetensors.torch import load_file
 
@@ -28,8 +32,14 @@ def bars_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def trained(tmp_path_factory: pytest.TempPathFactory, bars_file: Path) -> Path:
     run = tmp_path_factory.mktemp("run") / "r"
     args = ["train", "--parquet-file", str(bars_file), *SMALL, "--epochs", "2"]
-    assert main([*args, "--output-dir", str(run)]) == 0
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main([*args, "--output-dir", str(run)]) == 0
+    (run.parent / "stdout.txt").write_text(printed.getvalue())
     return run
+
+
+BASELINES = ("historical_quantiles", "zero", "realized_vol", "garch_t")
 
 
 def test_train_writes_a_self_contained_run(trained: Path, capsys: pytest.CaptureFixture) -> None:
@@ -45,7 +55,10 @@ def test_train_writes_a_self_contained_run(trained: Path, capsys: pytest.Capture
             "q_risk_p90",
             "coverage",
         } <= set(block)
-    assert set(metrics["baselines"]) == {"historical_quantiles", "zero"}
+    assert set(metrics["baselines"]) == set(BASELINES)
+    table = (trained.parent / "stdout.txt").read_text()
+    for name in ("tft", *BASELINES):
+        assert f"\n{name} " in table, name
     loaded = load_run(trained)  # the folder alone rebuilds the model
     assert loaded.config.model.quantiles == (0.1, 0.5, 0.9)
     history = [json.loads(line) for line in (trained / "history.jsonl").read_text().splitlines()]
@@ -69,7 +82,43 @@ def test_predict_and_evaluate(
     )
     metrics = json.loads(js.read_text())
     assert metrics["test"]["num_windows"] > 100
-    assert "historical_quantiles" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert all(name in printed for name in BASELINES)
+    assert set(metrics["baselines"]) == set(BASELINES)
+    assert np.isfinite(metrics["baselines"]["garch_t"]["mean_quantile_loss"])
+    fc = tmp_path / "fc.parquet"
+    args = ["evaluate", str(trained), "--parquet-file", str(bars_file), "--forecasts", str(fc)]
+    assert main(args) == 0
+    assert len(pd.read_parquet(fc)) == metrics["test"]["num_windows"] * 4
+
+
+def test_train_writes_test_forecasts(trained: Path, bars_file: Path) -> None:
+    frame = pd.read_parquet(trained / "test_forecasts.parquet")
+    metrics = json.loads((trained / "metrics.json").read_text())
+    quantile_columns = ["q0.1", "q0.5", "q0.9"]
+    expected = ["symbol", "origin", "step", "target_time", "realized_bp", *quantile_columns]
+    expected += [f"{b}:{q}" for b in BASELINES for q in quantile_columns]
+    assert list(frame.columns) == expected
+    assert len(frame) == metrics["test"]["num_windows"] * 4  # horizon 4
+    assert frame["step"].tolist()[:5] == [1, 2, 3, 4, 1]
+    assert str(frame["origin"].dt.tz) == str(frame["target_time"].dt.tz) != "None"
+    # consecutive 5-minute bars inside a window: the target is `step` bars after the origin
+    lag = frame["target_time"] - frame["origin"]
+    assert (lag == frame["step"] * pd.Timedelta("5min")).all()
+    bars = pd.read_parquet(bars_file).set_index("timestamp")
+    log_close = np.log(bars["close"])
+    realized = (log_close - log_close.shift(1)).loc[frame["target_time"]].to_numpy() * 1e4
+    np.testing.assert_allclose(frame["realized_bp"], realized, rtol=1e-5, atol=1e-6)
+    # the table was scored on exactly these rows
+    for name, prefix in (("tft", ""), *((b, f"{b}:") for b in BASELINES)):
+        losses = [
+            np.mean(np.maximum(q * e, (q - 1) * e))
+            for q, e in (
+                (q, frame["realized_bp"] - frame[f"{prefix}q{q:g}"]) for q in (0.1, 0.5, 0.9)
+            )
+        ]
+        block = metrics["test"] if name == "tft" else metrics["baselines"][name]
+        assert np.mean(losses) == pytest.approx(block["mean_quantile_loss"], rel=1e-6), name
 
 
 def test_resume_via_cli_matches_straight_run(tmp_path: Path, bars_file: Path) -> None:

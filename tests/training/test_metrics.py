@@ -55,3 +55,22 @@ def test_table_marks_best() -> None:
     bad = forecast_metrics(np.ones((4, 2, 3)), target, (0.1, 0.5, 0.9))
     table = format_table({"tft": good, "zero": bad}, (0.1, 0.5, 0.9), "bp")
     assert "tft *" in table and "zero *" not in table
+
+
+def test_an_unavailable_baseline_is_a_nan_row_not_a_crash(caplog) -> None:
+    from foxhunt.training.job import results_table, score
+
+    rng = np.random.default_rng(2)
+    target = rng.normal(size=(20, 2))
+    pred = np.broadcast_to([-1.0, 0.0, 1.0], (20, 2, 3)).copy()
+    quantiles = (0.1, 0.5, 0.9)
+    vol = {"realized_vol": pred * 1.2, "garch_t": np.full_like(pred, np.nan)}
+    metrics = score(pred, target, np.zeros((2, 3)), quantiles, vol=vol)
+    assert list(metrics["baselines"]) == ["historical_quantiles", "zero", "realized_vol", "garch_t"]
+    garch = metrics["baselines"]["garch_t"]
+    assert np.isnan(garch["mean_quantile_loss"]) and "unavailable" in garch
+    assert "garch_t" in caplog.text
+    table = results_table(metrics, quantiles)
+    assert "garch_t" in table and "nan" in table and "garch_t *" not in table
+    starred = [line for line in table.splitlines() if line.split("  ")[0].endswith(" *")]
+    assert len(starred) == 1  # the best of the scored rows still gets its star

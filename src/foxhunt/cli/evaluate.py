@@ -4,16 +4,27 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from foxhunt.baselines import FittedBaselines
 from foxhunt.cli.common import add_data_file_arguments, read_frame
 from foxhunt.run import BASELINE_FILE, load_run, read_json
 from foxhunt.storage import atomic_write_json
+from foxhunt.training.comparison import (
+    all_baselines,
+    bar_returns,
+    forecast_frame,
+    vol_baselines,
+    write_forecasts,
+)
 from foxhunt.training.inference import predict_windows
 from foxhunt.training.job import BASIS_POINTS, results_table, score
+
+log = logging.getLogger("foxhunt.evaluate")
 
 
 def register(sub: Any) -> None:
@@ -23,6 +34,13 @@ def register(sub: Any) -> None:
     )
     add_data_file_arguments(p, required=True)
     p.add_argument("--json", type=Path, default=None, help="also write the metrics as JSON")
+    p.add_argument(
+        "--forecasts",
+        type=Path,
+        default=None,
+        metavar="FILE.parquet",
+        help="also write every window's forecasts and the baselines' (as test_forecasts.parquet)",
+    )
     p.set_defaults(run=run)
 
 
@@ -33,11 +51,25 @@ def run(args: argparse.Namespace) -> int:
     pred, target, _ = predict_windows(loaded.model, dataset)
     assert target is not None
     scale = loaded.preprocessor.target_scale * BASIS_POINTS
-    historical = np.asarray(read_json(args.run_dir / BASELINE_FILE)["historical_quantiles"])
+    pred, target = pred * scale, target * scale
+    saved = read_json(args.run_dir / BASELINE_FILE)
+    historical = np.asarray(saved["historical_quantiles"])
     quantiles = loaded.config.model.quantiles
-    metrics = score(pred * scale, target * scale, historical, quantiles)
+    vol = None
+    if "volatility" in saved:  # fitted on the run's train span; filtered over this file
+        fitted = FittedBaselines.from_state_dict(saved["volatility"])
+        bars = bar_returns(dataset, loaded.preprocessor, train_end=None)
+        vol = vol_baselines(fitted, bars, dataset, quantiles)
+    else:
+        log.warning(
+            "%s predates the volatility baselines; retrain to compare with them", BASELINE_FILE
+        )
+    metrics = score(pred, target, historical, quantiles, vol=vol)
     metrics["source"] = str(args.data_file)
     print(results_table(metrics, quantiles))
+    if args.forecasts is not None:
+        everyone = all_baselines(historical, pred.shape, vol)
+        write_forecasts(args.forecasts, forecast_frame(dataset, pred, target, quantiles, everyone))
     if args.json is not None:
         atomic_write_json(args.json, metrics)
     else:

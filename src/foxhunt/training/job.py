@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from foxhunt.baselines import fit_baselines
 from foxhunt.data import PreparedData, Preprocessor, WindowDataset, prepare_data
 from foxhunt.errors import FoxhuntError
 from foxhunt.memory import MemoryProfiler
@@ -40,6 +41,14 @@ from foxhunt.storage import atomic_write_json
 from foxhunt.storage.base import CheckpointError
 from foxhunt.storage.remote import open_storage
 from foxhunt.training.checkpoint import Checkpointer
+from foxhunt.training.comparison import (
+    FORECASTS_FILE,
+    all_baselines,
+    bar_returns,
+    forecast_frame,
+    vol_baselines,
+    write_forecasts,
+)
 from foxhunt.training.config import resolve_device
 from foxhunt.training.distributed import (
     DistributedContext,
@@ -52,7 +61,7 @@ from foxhunt.training.metrics import (
     forecast_metrics,
     format_table,
     historical_quantile_forecast,
-    zero_forecast,
+    unavailable_metrics,
 )
 from foxhunt.training.precision import autocast_dtype
 from foxhunt.training.trainer import Trainer
@@ -96,20 +105,24 @@ def historical_baseline(train_set: WindowDataset, quantiles: tuple[float, ...]) 
 
 
 def score(
-    pred: np.ndarray, target: np.ndarray, historical: np.ndarray, quantiles: tuple[float, ...]
+    pred: np.ndarray,
+    target: np.ndarray,
+    historical: np.ndarray,
+    quantiles: tuple[float, ...],
+    *,
+    vol: dict[str, np.ndarray] | None = None,
 ) -> dict[str, Any]:
-    """TFT metrics and the two baselines on the same windows; everything in basis points."""
-    n, horizon, q = pred.shape
-    return {
-        "unit": UNIT,
-        "test": forecast_metrics(pred, target, quantiles),
-        "baselines": {
-            "historical_quantiles": forecast_metrics(
-                np.broadcast_to(historical, (n, horizon, q)), target, quantiles
-            ),
-            "zero": forecast_metrics(zero_forecast(n, horizon, q), target, quantiles),
-        },
-    }
+    """TFT metrics and the baselines on the same windows; everything in basis points. `vol`:
+    volatility baselines [N, H, Q] (comparison.py); one with NaN (not fitted) is unavailable."""
+    baselines = {}
+    for name, forecast in all_baselines(historical, pred.shape, vol).items():
+        if np.isfinite(forecast).all():
+            baselines[name] = forecast_metrics(forecast, target, quantiles)
+        else:
+            log.warning("baseline %s has no forecast for some windows; reported as NaN", name)
+            reason = "no forecast for some windows (see the log)"
+            baselines[name] = unavailable_metrics(quantiles, len(target), reason)
+    return {"unit": UNIT, "test": forecast_metrics(pred, target, quantiles), "baselines": baselines}
 
 
 def results_table(metrics: dict[str, Any], quantiles: tuple[float, ...]) -> str:
@@ -258,9 +271,21 @@ def train(
         return JobResult(output_dir, {}, "")
     scale = data.preprocessor.target_scale * BASIS_POINTS
     historical = historical_baseline(data.train, model_config.quantiles) * scale
-    atomic_write_json(output_dir / BASELINE_FILE, {"historical_quantiles": historical.tolist()})
+    # fitted on the train span, then filtered forward over validation and test
+    bars = bar_returns(data.test, data.preprocessor, train_end=data.summary.validation_start)
+    fitted = fit_baselines(bars, window=model_config.lookback)
+    vol = vol_baselines(fitted, bars, data.test, model_config.quantiles)
+    baseline_state = {
+        "historical_quantiles": historical.tolist(),
+        "volatility": fitted.state_dict(),
+    }
+    atomic_write_json(output_dir / BASELINE_FILE, baseline_state)
     pred, target = trainer.predict(data.test)
-    metrics = score(pred * scale, target * scale, historical, model_config.quantiles)
+    pred, target = pred * scale, target * scale
+    metrics = score(pred, target, historical, model_config.quantiles, vol=vol)
+    everyone = all_baselines(historical, pred.shape, vol)
+    frame = forecast_frame(data.test, pred, target, model_config.quantiles, everyone)
+    write_forecasts(output_dir / FORECASTS_FILE, frame)
     metrics["training"] = {
         "epochs_run": state.epoch,
         "best_epoch": state.best_epoch + 1,

@@ -68,6 +68,27 @@ def historical_quantile_forecast(
     return np.broadcast_to(per_step, (num_windows, *per_step.shape)).copy()
 
 
+def unavailable_metrics(
+    quantiles: Sequence[float], num_windows: int, reason: str
+) -> dict[str, Any]:
+    """The metrics block of a forecaster that produced nothing (NaN losses, and why)."""
+    nan = float("nan")
+    return {
+        "mean_quantile_loss": nan,
+        "quantile_loss": {f"{q:g}": nan for q in quantiles},
+        "coverage": {
+            "interval": [float(quantiles[0]), float(quantiles[-1])],
+            "nominal": float(quantiles[-1] - quantiles[0]),
+            "observed": nan,
+        },
+        "calibration": {f"{q:g}": nan for q in quantiles},
+        "num_windows": num_windows,
+        "q_risk_p50": nan,
+        "q_risk_p90": nan,
+        "unavailable": reason,
+    }
+
+
 def zero_forecast(num_windows: int, horizon: int, num_quantiles: int) -> Array:
     return np.zeros((num_windows, horizon, num_quantiles))
 
@@ -76,7 +97,8 @@ def format_table(results: dict[str, dict[str, Any]], quantiles: Sequence[float],
     """A fixed-width table with one row per forecaster, best mean loss marked."""
     q_cols = [f"QL@{q:g}" for q in quantiles]
     header = ["model", "mean QL", *q_cols, "q-risk P50", "q-risk P90", "coverage"]
-    best = min(results, key=lambda name: results[name]["mean_quantile_loss"])
+    scored = [n for n in results if np.isfinite(results[n]["mean_quantile_loss"])]  # not NaN
+    best = min(scored, key=lambda name: results[name]["mean_quantile_loss"], default=None)
     rows = []
     for name, m in results.items():
         cov = m["coverage"]

@@ -1,0 +1,29 @@
+"""Volatility baselines a desk would compare a return-quantile model with.
+
+Plain numpy on bar returns; nothing here knows about datasets, models or training (the
+scoring layer calls in). See docs/forecasting.md, "Baselines".
+"""
+
+from foxhunt.baselines.bars import BASIS_POINTS, BarReturns, minute_of_day
+from foxhunt.baselines.forecast import (
+    NAMES,
+    FittedBaselines,
+    fit_baselines,
+    forecast_baselines,
+)
+from foxhunt.baselines.garch import GarchFitError, GarchT, fit_garch_t
+from foxhunt.baselines.profile import IntradayProfile
+
+__all__ = [
+    "BASIS_POINTS",
+    "NAMES",
+    "BarReturns",
+    "FittedBaselines",
+    "GarchFitError",
+    "GarchT",
+    "IntradayProfile",
+    "fit_baselines",
+    "fit_garch_t",
+    "forecast_baselines",
+    "minute_of_day",
+]

@@ -1,0 +1,99 @@
+"""The volatility baselines on a run's windows, and the per-window forecasts file.
+
+Glue between `foxhunt.baselines` (plain arrays) and the datasets: the returns a baseline sees
+are the very targets the TFT is scored on (the dataset's scaled targets times the target
+scale), so every forecaster is measured on the same numbers.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from foxhunt.baselines import BASIS_POINTS, BarReturns, FittedBaselines, forecast_baselines
+from foxhunt.data import Preprocessor, WindowDataset
+from foxhunt.data.windows import gap_flags
+from foxhunt.storage import atomic_write_bytes
+from foxhunt.training.metrics import zero_forecast
+
+FORECASTS_FILE = "test_forecasts.parquet"
+
+
+def bar_returns(
+    dataset: WindowDataset, preprocessor: Preprocessor, *, train_end: pd.Timestamp | None
+) -> BarReturns:
+    """Every row behind `dataset` (all splits share them); rows before `train_end` are train."""
+    if dataset.target_values is None:
+        raise ValueError("the baselines need a dataset with targets")
+    scale = preprocessor.target_scale * BASIS_POINTS
+    returns = dataset.target_values.numpy().astype(np.float64) * scale
+    codes = dataset.symbol_codes.numpy()
+    times_ns = dataset.timestamps.as_unit("ns").asi8
+    gaps = gap_flags(codes, times_ns, preprocessor.max_gap_ns)
+    train = np.ones(len(codes), dtype=bool) if train_end is None else times_ns < train_end.value
+    return BarReturns(
+        times=dataset.timestamps,
+        returns_bp=returns,
+        symbol_codes=codes,
+        usable=np.isfinite(returns) & ~gaps,
+        train=train,
+    )
+
+
+def vol_baselines(
+    fitted: FittedBaselines,
+    bars: BarReturns,
+    dataset: WindowDataset,
+    quantiles: Sequence[float],
+) -> dict[str, np.ndarray]:
+    """{name: [W, H, Q]} forecasts of every window of `dataset`, in basis points."""
+    anchors = dataset.anchors.numpy()
+    return forecast_baselines(fitted, bars, anchors, horizon=dataset.horizon, quantiles=quantiles)
+
+
+def all_baselines(
+    historical: np.ndarray, shape: tuple[int, int, int], vol: dict[str, np.ndarray] | None
+) -> dict[str, np.ndarray]:
+    """{name: [W, H, Q]}: historical quantiles [H, Q] broadcast, zero, then the vol baselines."""
+    return {
+        "historical_quantiles": np.broadcast_to(historical, shape),
+        "zero": zero_forecast(*shape),
+        **(vol or {}),
+    }
+
+
+def forecast_frame(
+    dataset: WindowDataset,
+    pred: np.ndarray,
+    target: np.ndarray,
+    quantiles: Sequence[float],
+    baselines: dict[str, np.ndarray],
+) -> pd.DataFrame:
+    """One row per window and step: symbol, origin, step, target_time, realized_bp, the TFT's
+    `q<level>` and each baseline's `<name>:q<level>` (all in basis points)."""
+    anchors = dataset.anchors.numpy()
+    windows, horizon = target.shape
+    steps = np.arange(1, horizon + 1)
+    rows = (anchors[:, None] + steps).ravel()  # [W*H] target rows
+    names = np.asarray(dataset.symbols, dtype=object)[dataset.symbol_codes.numpy()[anchors]]
+    columns: dict[str, object] = {
+        "symbol": np.repeat(names, horizon),
+        "origin": dataset.timestamps[np.repeat(anchors, horizon)],
+        "step": np.tile(steps, windows),
+        "target_time": dataset.timestamps[rows],
+        "realized_bp": target.ravel(),
+    }
+    for prefix, values in {"": pred, **{f"{k}:": v for k, v in baselines.items()}}.items():
+        for i, q in enumerate(quantiles):
+            columns[f"{prefix}q{q:g}"] = values[..., i].ravel()
+    return pd.DataFrame(columns)
+
+
+def write_forecasts(path: Path, frame: pd.DataFrame) -> None:
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    atomic_write_bytes(path, buffer.getvalue())
