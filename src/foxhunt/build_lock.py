@@ -59,7 +59,7 @@ def timeout() -> float:
 @contextmanager
 def exclusive(folder: Path, what: str, wait: float) -> Iterator[bool]:
     """Hold ``folder``'s build lock while the block runs, with what a killed build left behind
-    cleared. Yields False, holding nothing, when that took over ``wait`` seconds."""
+    cleared. Yields False (build nothing, fall back) when that took over ``wait`` seconds."""
     if fcntl is None:
         yield True
         return
