@@ -5,7 +5,7 @@
 
 Times (median of interleaved calls) ``F.linear`` in FP32, torch.ao's
 ``Quantize -> nnq.Linear -> DeQuantize`` (oneDNN engine, as ``convert`` makes it) and
-foxhunt's kernel (``quant/kernel.py``, the build this CPU gets; ``FOXHUNT_INT8_SIMD=avx2``
+foxhunt's kernel (``quant/kernel.py``, the build this CPU gets; ``FOXHUNT_CPU_ISA=avx2``
 for the AVX2 path) on the same random weights and inputs, and prints the ratios. 72 rows
 is one window of the default model (lookback 64 + horizon 8).
 """

@@ -1,7 +1,35 @@
-"""Suite-wide settings."""
+"""Suite-wide settings and fixtures."""
 
+from collections.abc import Callable
+from types import ModuleType
+
+import pytest
 import torch
+
+from foxhunt import cpp_kernels
 
 # One intra-op thread: the tiny models here gain nothing from more, and a busy 2-core machine
 # with spinning OpenMP threads can slow a multi-threaded step down a hundredfold.
 torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="session")
+def require_kernel() -> Callable[[ModuleType | None, str], ModuleType]:
+    """``require_kernel(module, what)``: the module of a kernel build, checked. Skips only
+    where no kernel can be built (no C++ compiler or ninja, or FOXHUNT_FUSED_KERNEL=0) and
+    fails elsewhere: a kernel that stops compiling is a bug, not a skip."""
+
+    def check(module: ModuleType | None, what: str) -> ModuleType:
+        if module is not None:
+            return module
+        if not cpp_kernels.enabled():
+            pytest.skip(f"{what}: FOXHUNT_FUSED_KERNEL=0 turns foxhunt's kernels off")
+        missing = cpp_kernels.missing_toolchain()
+        if missing:
+            pytest.skip(f"{what} cannot be built here ({missing}): foxhunt falls back to ATen")
+        pytest.fail(
+            f"{what} did not build although a C++ compiler and ninja are here (see the "
+            "RuntimeWarning)"
+        )
+
+    return check

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import platform
+from collections.abc import Callable
 from types import ModuleType
 
 import pytest
@@ -26,7 +27,6 @@ from foxhunt.errors import FoxhuntError
 from foxhunt.model.layers import GateAddNorm
 from foxhunt.quant import QATConfig, convert, prepare_qat, quantize_dynamic
 from foxhunt.quant.kernel import (
-    SIMD_FLAGS,
     Int8GateAddNorm,
     Int8Linear,
     accelerate,
@@ -40,13 +40,15 @@ OUT_SCALE, OUT_ZP = 0.05, 120
 
 
 @pytest.fixture(scope="module", params=["native", "avx2"])
-def kernel(request: pytest.FixtureRequest) -> ModuleType:
-    """The kernel as this CPU builds it, and its AVX2 path (built without AVX-512)."""
+def kernel(
+    request: pytest.FixtureRequest, require_kernel: Callable[[ModuleType | None, str], ModuleType]
+) -> ModuleType:
+    """The kernel as this CPU builds it, and its AVX2 path (-march=x86-64-v3)."""
     if platform.machine() not in ("x86_64", "AMD64"):
         pytest.skip("foxhunt's int8 kernel is x86-64 only")
-    module = load(SIMD_FLAGS[request.param])
-    if module is None or module.simd() == "none":
-        pytest.skip("the int8 kernel needs a C++ compiler and AVX2 or AVX-512 VNNI")
+    module = require_kernel(load(request.param), f"the int8 kernel ({request.param})")
+    if module.simd() == "none":
+        pytest.skip("this CPU has neither AVX2 nor AVX-512 VNNI: the int8 kernel does nothing")
     if request.param == "avx2":
         assert module.simd() == "avx2"
     return module
@@ -249,21 +251,28 @@ def test_kernel_refuses_inputs_it_was_not_packed_for(kernel: ModuleType) -> None
         kernel.linear(torch.randn(3, 8, dtype=torch.float64), *layer._args, 0.1, 0, 0.0, 0)
 
 
-def test_simd_can_be_chosen_and_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
-    if platform.machine() not in ("x86_64", "AMD64") or load() is None:
-        pytest.skip("foxhunt's int8 kernel needs an x86-64 C++ toolchain")
-    monkeypatch.setenv("FOXHUNT_INT8_SIMD", "avx2")
+def test_simd_can_be_chosen_and_is_checked(
+    monkeypatch: pytest.MonkeyPatch, require_kernel: Callable[[ModuleType | None, str], ModuleType]
+) -> None:
+    if platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("foxhunt's int8 kernel is x86-64 only")
+    require_kernel(load("avx2"), "the int8 kernel (avx2)")
+    monkeypatch.delenv("FOXHUNT_INT8_SIMD", raising=False)
+    monkeypatch.setenv("FOXHUNT_CPU_ISA", "avx2")
     found = available()
     assert found is not None and found.simd() == "avx2"
-    monkeypatch.setenv("FOXHUNT_INT8_SIMD", "sse9")
-    with pytest.raises(FoxhuntError, match="FOXHUNT_INT8_SIMD='sse9'"):
+    monkeypatch.setenv("FOXHUNT_CPU_ISA", "sse9")
+    with pytest.raises(FoxhuntError, match="FOXHUNT_CPU_ISA='sse9'"):
         available()
 
 
 @pytest.mark.parametrize("glu", [False, True])
-def test_avx2_and_avx512_paths_compute_the_same_outputs(glu: bool) -> None:
-    native, avx2 = load(), load(SIMD_FLAGS["avx2"])
-    if native is None or avx2 is None or native.simd() != "avx512-vnni":
+def test_avx2_and_avx512_paths_compute_the_same_outputs(
+    glu: bool, require_kernel: Callable[[ModuleType | None, str], ModuleType]
+) -> None:
+    native = require_kernel(load("native"), "the int8 kernel (native)")
+    avx2 = require_kernel(load("avx2"), "the int8 kernel (avx2)")
+    if native.simd() != "avx512-vnni":
         pytest.skip("needs a CPU with AVX-512 VNNI to build both paths")
     layer, x = static_linear(192, 40), inputs(3, 50, 40)
     with torch.no_grad():

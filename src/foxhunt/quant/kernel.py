@@ -22,7 +22,6 @@ layers and computes the same values, slower.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from types import ModuleType
 from typing import Any, cast
@@ -35,7 +34,6 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from foxhunt import cpp_kernels
-from foxhunt.errors import FoxhuntError
 from foxhunt.model.layers import GateAddNorm, GatedLinearUnit
 from foxhunt.quant.toolkit import quiet, split_qweight
 
@@ -44,22 +42,16 @@ LANES, GROUP = 16, 4  # the kernel's weight blocks: 16 output channels x 4 input
 GLU_TILE = 32  # GLU outputs per kernel tile: 32 values and their 32 gates
 
 
-def load(extra_flags: tuple[str, ...] = ()) -> ModuleType | None:
-    """The compiled kernel, or None (disabled, or the build failed: warned once)."""
-    return cpp_kernels.load(SOURCE, "int8_linear", extra_flags)
-
-
-SIMD_ENV = "FOXHUNT_INT8_SIMD"  # "avx2": build without AVX-512, to test or time that path
-SIMD_FLAGS = {"native": (), "avx2": ("-mno-avx512f",)}
+def load(isa: str | None = None) -> ModuleType | None:
+    """The compiled kernel, or None (disabled, or the build failed: warned once). ``isa``:
+    ``native`` or ``avx2``, by default ``FOXHUNT_CPU_ISA`` (:func:`cpp_kernels.cpu_isa`)."""
+    return cpp_kernels.load(SOURCE, "int8_linear", isa)
 
 
 def available() -> ModuleType | None:
     """The kernel where it is worth using: built, with AVX-512 VNNI or AVX2 (``simd()``).
-    ``FOXHUNT_INT8_SIMD=avx2`` builds the AVX2 path on an AVX-512 machine."""
-    simd = os.environ.get(SIMD_ENV, "native")
-    if simd not in SIMD_FLAGS:
-        raise FoxhuntError(f"{SIMD_ENV}={simd!r}: use one of {sorted(SIMD_FLAGS)}, or unset it")
-    kernel = load(SIMD_FLAGS[simd])
+    ``FOXHUNT_CPU_ISA=avx2`` builds the AVX2 path on an AVX-512 machine."""
+    kernel = load()
     return kernel if kernel is not None and kernel.simd() != "none" else None
 
 

@@ -1,0 +1,68 @@
+"""A real kernel build killed with SIGKILL does not stop the next foxhunt process: `foxhunt
+train` then finishes (torch alone would wait forever on the build's lock file)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from foxhunt import build_lock, cpp_kernels
+from foxhunt.model import grn_tail
+
+TRAIN = [
+    "train", "--synthetic-days", "8", "--lookback", "16", "--horizon", "4", "--hidden-size", "8",
+    "--variable-hidden-size", "4", "--attention-heads", "2", "--batch-size", "32",
+    "--max-steps-per-epoch", "2", "--patience", "0", "--epochs", "1",
+]  # fmt: skip
+
+
+def wait_for(condition: str, check: Callable[[], object], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {condition}")
+        time.sleep(0.1)
+
+
+@pytest.mark.slow
+def test_train_runs_after_a_kernel_build_was_killed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if missing := cpp_kernels.missing_toolchain():
+        pytest.skip(f"needs a C++ toolchain: {missing}")
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
+    monkeypatch.setenv("FOXHUNT_FUSED_KERNEL", "1")
+    folder = cpp_kernels.build_folder(grn_tail.SOURCE, "grn_tail")
+    build = "from foxhunt.model import grn_tail; grn_tail.load()"
+    builder = subprocess.Popen([sys.executable, "-c", build])
+    try:
+
+        def compiling() -> bool:  # build.ninja written, ninja or the compiler running in it
+            return (folder / "build.ninja").exists() and bool(build_lock.workers(folder))
+
+        wait_for("the build to start", compiling, 120)
+        time.sleep(1)
+        os.kill(builder.pid, signal.SIGKILL)
+        builder.wait()
+        assert (folder / "lock").exists()  # torch's, left behind
+        start = time.monotonic()
+        args = [sys.executable, "-m", "foxhunt", *TRAIN, "--output-dir", str(tmp_path / "run")]
+        run = subprocess.run(args, capture_output=True, text=True, timeout=300)
+        took = time.monotonic() - start
+    finally:
+        builder.kill()
+        for pid in build_lock.workers(folder):  # the killed build's ninja and compilers
+            os.kill(pid, signal.SIGKILL)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "could not build" not in run.stderr
+    assert "the lock of a foxhunt kernel build that was killed" in run.stderr
+    assert list(folder.glob("foxhunt_grn_tail_*.so"))
+    print(f"\ntrain after the killed build: {took:.0f} s")
+    print("\n".join(line for line in run.stderr.splitlines() if "kernel" in line))
