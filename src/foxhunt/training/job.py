@@ -55,6 +55,7 @@ from foxhunt.training.metrics import (
     zero_forecast,
 )
 from foxhunt.training.precision import autocast_dtype
+from foxhunt.training.scale_baseline import gaussian_scale_forecast
 from foxhunt.training.trainer import Trainer
 
 log = logging.getLogger("foxhunt.train")
@@ -115,6 +116,22 @@ def score(
 def results_table(metrics: dict[str, Any], quantiles: tuple[float, ...]) -> str:
     rows = {"tft": metrics["test"], **metrics["baselines"]}
     return format_table(rows, quantiles, metrics["unit"])
+
+
+def add_scale_baseline(
+    metrics: dict[str, Any], data: PreparedData, quantiles: tuple[float, ...], unit: float
+) -> None:
+    """The rolling-volatility Gaussian baseline on the same test (and validation) windows."""
+    for split, dataset in (("test", data.test), ("validation", data.validation)):
+        forecast = gaussian_scale_forecast(dataset, quantiles)
+        if forecast is None or len(forecast) == 0:
+            return
+        target = window_targets(dataset)
+        result = forecast_metrics(forecast * unit, target * unit, quantiles)
+        if split == "test":
+            metrics["baselines"]["rolling_vol_gaussian"] = result
+        else:
+            metrics["validation_baselines"] = {"rolling_vol_gaussian": result}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -261,10 +278,13 @@ def train(
     atomic_write_json(output_dir / BASELINE_FILE, {"historical_quantiles": historical.tolist()})
     pred, target = trainer.predict(data.test)
     metrics = score(pred * scale, target * scale, historical, model_config.quantiles)
+    add_scale_baseline(metrics, data, model_config.quantiles, scale)
     metrics["training"] = {
         "epochs_run": state.epoch,
         "best_epoch": state.best_epoch + 1,
         "best_val_loss": state.best_val_loss,
+        "best_val_loss_bp": state.best_val_loss * scale,
+        "initial_val_loss": state.initial_val_loss,
         "steps": state.global_step,
         "skipped_steps": state.skipped_steps,
         "stopped_early": state.stopped_early,
