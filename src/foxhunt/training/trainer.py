@@ -122,8 +122,6 @@ class Trainer:
 
     def compute_loss(self, batch: TFTBatch) -> Tensor:
         assert batch.target is not None, "training batches carry targets"
-        with self.autocast():
-            out = self.train_model(batch)
         scale = None
         if self.config.loss_weighting == "inverse_scale":
             if batch.scale is None:
@@ -132,6 +130,8 @@ class Trainer:
                     "(a version-2 preprocessor); retrain, or use loss_weighting 'none'"
                 )
             scale = batch.scale.float()
+        with self.autocast():
+            out = self.train_model(batch)
         return quantile_loss(out.quantiles.float(), batch.target, self.quantiles, scale)
 
     def train_step(self, batch: TFTBatch) -> float:
