@@ -11,21 +11,23 @@ SMALL = {"lookback": 16, "horizon": 4, "volatility_windows": (6, 12), "baseline_
 
 
 def test_profile_matches_a_hand_built_one() -> None:
-    # bucket 5 min: minutes 0 and 3 share bucket 0, minute 10 is bucket 2, the rest unseen
-    returns = np.array([1.0, 3.0, 2.0, 2.0, np.nan])
-    minutes = np.array([0, 3, 10, 10, 10])
+    # bucket 5 min: minutes 0 and 3 share bucket 0, minute 10 is bucket 2, minute 1435 is
+    # bucket 287 (bucket 0's neighbour across midnight), the rest are never seen
+    returns = np.array([1.0, -3.0, 2.0, -2.0, np.nan, 4.0])
+    minutes = np.array([0, 3, 10, 10, 10, 1435])
     k = 2.0
     profile = IntradayProfile.fit(returns, minutes, bucket_minutes=5, shrinkage=k)
-    overall = (1 + 9 + 4 + 4) / 4  # NaN skipped
-    ratio0 = (1 + 9 + k * overall) / (2 + k) / overall
-    ratio2 = (4 + 4 + k * overall) / (2 + k) / overall
-    norm = (2 * ratio0 + 2 * ratio2) / 4  # mean square over the training rows -> 1
+    overall = (1 + 3 + 2 + 2 + 4) / 5  # mean |r|, NaN skipped
+    b0, b2, b287 = [(s + k * overall) / (n + k) / overall for s, n in ((4, 2), (4, 2), (4, 1))]
+    # 1-2-1 over seen neighbours: bucket 0 sees 287, bucket 2 sees none, 287 sees 0
+    b0, b2, b287 = (b287 + 2 * b0) / 3, b2, (2 * b287 + b0) / 3
+    norm = np.sqrt((2 * b0**2 + 2 * b2**2 + b287**2) / 5)  # mean square over training rows
     assert profile.values.shape == (288,)
-    assert profile(np.array([0, 4, 10, 14])) == pytest.approx(
-        np.sqrt([ratio0 / norm, ratio0 / norm, ratio2 / norm, ratio2 / norm])
+    assert profile(np.array([0, 4, 10, 14, 1439])) == pytest.approx(
+        np.array([b0, b0, b2, b2, b287]) / norm
     )
-    assert profile(np.array([5, 600, 1439])) == pytest.approx([1.0, 1.0, 1.0])  # never seen
-    assert np.mean(profile(minutes[:4]) ** 2) == pytest.approx(1.0)
+    assert profile(np.array([5, 600, 1430])) == pytest.approx([1.0, 1.0, 1.0])  # never seen
+    assert np.mean(profile(minutes[np.isfinite(returns)]) ** 2) == pytest.approx(1.0)
     again = IntradayProfile.from_state_dict(profile.state_dict())
     assert again == profile
 

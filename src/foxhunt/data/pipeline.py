@@ -20,6 +20,7 @@ from foxhunt.data.volatility import IntradayProfile, minute_of_day
 from foxhunt.data.windows import (
     SPLITS,
     WindowIndex,
+    gap_flags,
     index_windows,
     median_spacing_ns,
     split_codes,
@@ -102,7 +103,10 @@ def fit_preprocessor(
     spec = FeatureSpec(config.volatility_windows, config.observed_columns, config.known_columns)
     train = (splits == 0) & encoded.finite
     names = (*spec.observed_names, *spec.known_names)
-    returns = encoded.features.returns[splits == 0]  # every training return, NaN skipped
+    # training returns, less those spanning a gap over max_gap: never a target, and a
+    # return over the nightly break or a weekend is not one bar's worth of volatility
+    gaps = gap_flags(encoded.symbol_codes, encoded.times_ns, max_gap_ns)
+    returns = np.where(gaps, np.nan, encoded.features.returns)[splits == 0]
     profile = IntradayProfile.fit(
         returns,
         minute_of_day(encoded.times[splits == 0], timezone),

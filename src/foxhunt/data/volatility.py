@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-#: Pseudo-bars at the overall mean square that shrink each bucket toward 1: a bucket seen
-#: on ~40 training days moves about 80% of the way to its own RMS.
+#: Pseudo-bars at the overall mean |return| that shrink each bucket toward 1: a bucket seen
+#: on ~40 training days moves about 80% of the way to its own mean.
 DEFAULT_SHRINKAGE = 10.0
 MINUTES_PER_DAY = 1440
 
@@ -56,27 +56,27 @@ class IntradayProfile:
     ) -> IntradayProfile:
         """From the training rows' log returns [N] and minutes of day [N] (NaN returns skipped).
 
-        Per bucket: sqrt((sum of squares + k * overall mean square) / (count + k)) over the
-        overall RMS, then rescaled so the mean square over the training rows is exactly 1.
+        Per bucket the mean |return|, shrunk toward the overall mean: (sum |r| + k * mean |r|)
+        / (count + k); then averaged 1-2-1 with its seen neighbouring buckets (the day is a
+        circle), divided by the overall mean |r| and rescaled so its mean square over the
+        training rows is exactly 1. Mean |r| rather than RMS: one crash bar weighs linearly in
+        its bucket, not quadratically; on the ES bars it gives the baseline a ~1.5% lower
+        validation loss (docs/forecasting.md).
         """
         bucket_minutes = max(1, int(bucket_minutes))
         size = -(-MINUTES_PER_DAY // bucket_minutes)
         keep = np.isfinite(returns)
-        squares, buckets = (
-            np.square(returns[keep], dtype=np.float64),
-            minutes[keep] // bucket_minutes,
-        )
-        if len(squares) == 0:
+        sizes, buckets = np.abs(returns[keep]).astype(np.float64), minutes[keep] // bucket_minutes
+        overall = float(sizes.mean()) if len(sizes) else 0.0
+        if overall <= 0.0:  # no returns, or flat prices: nothing to shape
             return cls(bucket_minutes, np.ones(size))
-        overall = float(squares.mean())
-        if overall <= 0.0:  # flat prices: nothing to shape
-            return cls(bucket_minutes, np.ones(size))
-        sums = np.bincount(buckets, weights=squares, minlength=size)
-        counts = np.bincount(buckets, minlength=size).astype(np.float64)
-        ratio = (sums + shrinkage * overall) / (counts + shrinkage) / overall  # [size]
-        ratio /= float((ratio[buckets]).mean())  # mean square over training rows = 1
-        ratio[counts == 0] = 1.0
-        return cls(bucket_minutes, np.sqrt(ratio))
+        sums = np.bincount(buckets, weights=sizes, minlength=size)
+        counts = np.bincount(buckets, minlength=size)
+        level = (sums + shrinkage * overall) / (counts + shrinkage) / overall  # [size]
+        level = _smooth_seen(level, counts > 0)
+        level /= float(np.sqrt(np.mean(level[buckets] ** 2)))  # mean square over training = 1
+        level[counts == 0] = 1.0
+        return cls(bucket_minutes, level)
 
     def __call__(self, minutes: np.ndarray) -> np.ndarray:
         """[N] relative volatility of bars at these minutes of day."""
@@ -89,6 +89,14 @@ class IntradayProfile:
     def from_state_dict(cls, state: dict[str, Any]) -> IntradayProfile:
         values = np.asarray(state["values"], dtype=np.float64)
         return cls(int(state["bucket_minutes"]), values)
+
+
+def _smooth_seen(level: np.ndarray, seen: np.ndarray) -> np.ndarray:
+    """1-2-1 average of each seen bucket with its seen neighbours, circularly."""
+    weighted, weight = level * seen, seen.astype(np.float64)
+    num = np.roll(weighted, 1) + 2 * weighted + np.roll(weighted, -1)
+    den = np.roll(weight, 1) + 2 * weight + np.roll(weight, -1)
+    return np.where(seen, num / np.maximum(den, 1.0), level)
 
 
 def causal_rms(values: np.ndarray, window: int, series_starts: np.ndarray) -> np.ndarray:
