@@ -69,7 +69,8 @@ def test_predict_and_evaluate(
     )
     metrics = json.loads(js.read_text())
     assert metrics["test"]["num_windows"] > 100
-    assert "historical_quantiles" in capsys.readouterr().out
+    assert "historical_quantiles" in (printed := capsys.readouterr().out)
+    assert "rolling_vol_gaussian" in printed
 
 
 def test_resume_via_cli_matches_straight_run(tmp_path: Path, bars_file: Path) -> None:

@@ -13,7 +13,7 @@ from foxhunt.cli.common import add_data_file_arguments, read_frame
 from foxhunt.run import BASELINE_FILE, load_run, read_json
 from foxhunt.storage import atomic_write_json
 from foxhunt.training.inference import predict_windows
-from foxhunt.training.job import BASIS_POINTS, results_table, score
+from foxhunt.training.job import BASIS_POINTS, results_table, scale_baseline_metrics, score
 
 
 def register(sub: Any) -> None:
@@ -36,6 +36,9 @@ def run(args: argparse.Namespace) -> int:
     historical = np.asarray(read_json(args.run_dir / BASELINE_FILE)["historical_quantiles"])
     quantiles = loaded.config.model.quantiles
     metrics = score(pred * scale, target * scale, historical, quantiles)
+    rolling = scale_baseline_metrics(dataset, quantiles, scale)
+    if rolling is not None:
+        metrics["baselines"]["rolling_vol_gaussian"] = rolling
     metrics["source"] = str(args.data_file)
     print(results_table(metrics, quantiles))
     if args.json is not None:

@@ -118,20 +118,27 @@ def results_table(metrics: dict[str, Any], quantiles: tuple[float, ...]) -> str:
     return format_table(rows, quantiles, metrics["unit"])
 
 
+def scale_baseline_metrics(
+    dataset: WindowDataset, quantiles: tuple[float, ...], unit: float
+) -> dict[str, Any] | None:
+    """The rolling-volatility Gaussian baseline (what an untrained output="baseline" model
+    forecasts) on exactly these windows; None when they carry no scale."""
+    forecast = gaussian_scale_forecast(dataset, quantiles)
+    if forecast is None or len(forecast) == 0:
+        return None
+    return forecast_metrics(forecast * unit, window_targets(dataset) * unit, quantiles)
+
+
 def add_scale_baseline(
     metrics: dict[str, Any], data: PreparedData, quantiles: tuple[float, ...], unit: float
 ) -> None:
-    """The rolling-volatility Gaussian baseline on the same test (and validation) windows."""
-    for split, dataset in (("test", data.test), ("validation", data.validation)):
-        forecast = gaussian_scale_forecast(dataset, quantiles)
-        if forecast is None or len(forecast) == 0:
-            return
-        target = window_targets(dataset)
-        result = forecast_metrics(forecast * unit, target * unit, quantiles)
-        if split == "test":
-            metrics["baselines"]["rolling_vol_gaussian"] = result
-        else:
-            metrics["validation_baselines"] = {"rolling_vol_gaussian": result}
+    """Its test row among the baselines, and its validation score."""
+    test = scale_baseline_metrics(data.test, quantiles, unit)
+    validation = scale_baseline_metrics(data.validation, quantiles, unit)
+    if test is not None:
+        metrics["baselines"]["rolling_vol_gaussian"] = test
+    if validation is not None:
+        metrics["validation_baselines"] = {"rolling_vol_gaussian": validation}
 
 
 @dataclass(frozen=True, kw_only=True)
