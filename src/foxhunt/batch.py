@@ -22,6 +22,9 @@ class TFTBatch:
     target: Tensor | None = None  # [B, H] float, scaled target returns
     static_categorical: Tensor | None = None  # [B, C] int64 category codes
     anchor: Tensor | None = None  # [B] int64: row of the last observed bar of each window
+    #: [B, H] float: the rolling-volatility baseline's standard deviation of each target, in
+    #: scaled target units; the "baseline" output form forecasts relative to it
+    scale: Tensor | None = None
 
     @property
     def batch_size(self) -> int:

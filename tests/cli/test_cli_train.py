@@ -147,3 +147,29 @@ def test_resume_with_a_different_config_names_the_field(
     code = main([*args, "--lr", "0.01", "--resume", str(trained)])
     assert code == 2
     assert "training.lr" in capsys.readouterr().err
+
+
+def test_train_predict_evaluate_report_with_the_baseline_output(
+    tmp_path: Path, bars_file: Path, capsys: pytest.CaptureFixture
+) -> None:
+    run = tmp_path / "baseline"
+    args = ["train", "--parquet-file", str(bars_file), *SMALL, "--epochs", "2"]
+    flags = ["--output", "baseline", "--learn-spread", "--loss-weighting", "inverse_scale"]
+    assert main([*args, *flags, "--validate-initial", "--output-dir", str(run)]) == 0
+    config = json.loads((run / "config.json").read_text())
+    assert config["model"]["output"] == "baseline" and config["model"]["learn_spread"]
+    assert config["training"]["loss_weighting"] == "inverse_scale"
+    metrics = json.loads((run / "metrics.json").read_text())
+    initial = metrics["training"]["initial_val_loss"]
+    assert metrics["training"]["best_val_loss"] <= initial  # the baseline was a candidate
+    validation = metrics["validation_baselines"]["realized_vol"]["mean_quantile_loss"]
+    unit = metrics["training"]["best_val_loss_bp"] / metrics["training"]["best_val_loss"]
+    assert initial * unit == pytest.approx(validation, rel=1e-4)  # untrained = the baseline
+    assert load_run(run).model.baseline is not None
+    out = tmp_path / "fc.csv"
+    assert main(["predict", str(run), "--parquet-file", str(bars_file), "--output", str(out)]) == 0
+    assert len(out.read_text().splitlines()) == 1 + 4
+    js = tmp_path / "m.json"
+    assert main(["evaluate", str(run), "--parquet-file", str(bars_file), "--json", str(js)]) == 0
+    assert json.loads(js.read_text())["test"]["num_windows"] > 100
+    assert main(["report", str(run)]) == 0

@@ -340,7 +340,7 @@ def test_latest_needs_complete_history(synthetic: PreparedData) -> None:
     short = generate_bars(days=1, seed=0).iloc[:20]  # >= lookback, but inside the warm-up
     with pytest.raises(
         DataError,
-        match=r"symbol 'ES' has 20 bars; a forecast needs its last 16 with complete features, i.e. about 28 bars",
+        match=r"symbol 'ES' has 20 bars; a forecast needs its last 16 with complete features, i.e. about 80 bars",
     ):
         synthetic.preprocessor.latest_batch(short)
 

@@ -92,6 +92,24 @@ def test_export_int8_then_predict_and_evaluate_through_the_cli(
     assert int8_loss == pytest.approx(fake_quant_loss, rel=0.02)
 
 
+def test_qat_and_int8_export_of_a_baseline_output_run(
+    bars_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = train(bars_file, tmp_path / "r", "--qat", "--output", "baseline", "--learn-spread")
+    export = tmp_path / "int8"
+    assert main(["export", "--int8", str(run), "--output", str(export)]) == 0
+    model = load_export(export).model
+    assert getattr(model, "baseline", None) is not None
+    args = [str(export), "--parquet-file", str(bars_file)]
+    out, js = tmp_path / "fc.csv", tmp_path / "m.json"
+    assert main(["predict", *args, "--output", str(out)]) == 0
+    assert main(["evaluate", *args, "--json", str(js)]) == 0
+    int8_loss = json.loads(js.read_text())["test"]["mean_quantile_loss"]
+    assert main(["evaluate", str(run), "--parquet-file", str(bars_file), "--json", str(js)]) == 0
+    fake_quant_loss = json.loads(js.read_text())["test"]["mean_quantile_loss"]
+    assert int8_loss == pytest.approx(fake_quant_loss, rel=0.02)
+
+
 def test_export_computes_what_qat_simulated_or_refuses(bars_file: Path, tmp_path: Path) -> None:
     """Every path that computes the int8 export is within 1% (max) and 0.01% (mean) of the
     prediction spread of the fake-quant model, or refuses to load: torch.ao's layers where

@@ -1,7 +1,8 @@
 """Volatility baselines a desk would compare a return-quantile model with.
 
 Plain numpy on bar returns; nothing here knows about datasets, models or training (the
-scoring layer calls in). See docs/forecasting.md, "Baselines".
+scoring layer calls in). The intraday profile and the causal RMS are the data layer's
+(``data/volatility.py``), the very ones the model's baseline scale uses. See docs/forecasting.md, "Baselines".
 """
 
 from foxhunt.baselines.bars import BASIS_POINTS, BarReturns, minute_of_day
@@ -12,7 +13,6 @@ from foxhunt.baselines.forecast import (
     forecast_baselines,
 )
 from foxhunt.baselines.garch import GarchFitError, GarchT, fit_garch_t
-from foxhunt.baselines.profile import IntradayProfile
 
 __all__ = [
     "BASIS_POINTS",
@@ -21,7 +21,6 @@ __all__ = [
     "FittedBaselines",
     "GarchFitError",
     "GarchT",
-    "IntradayProfile",
     "fit_baselines",
     "fit_garch_t",
     "forecast_baselines",

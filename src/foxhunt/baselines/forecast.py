@@ -1,7 +1,7 @@
 """Fit the volatility baselines on the train span, then forecast from any window origins.
 
-`fit_baselines` fits, per symbol, an intraday profile and a GARCH(1,1)-t on the usable train
-returns. `forecast_baselines` then runs over whole series (train, validation and test in
+`fit_baselines` fits, per symbol, an intraday profile (the one the model's baseline scale uses,
+``data/volatility.py``) and a GARCH(1,1)-t on the usable train returns. `forecast_baselines` then runs over whole series (train, validation and test in
 order, or a new file) with everything fixed: rolling vol and the GARCH filter only ever read
 returns up to each origin. Quantiles are of the log return of each target bar in basis
 points, the TFT's target, for rows anchor+1 .. anchor+H.
@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from foxhunt.baselines.bars import BarReturns, minute_of_day
 from foxhunt.baselines.garch import (
@@ -25,8 +26,10 @@ from foxhunt.baselines.garch import (
     t_quantiles,
     variance_paths,
 )
-from foxhunt.baselines.profile import IntradayProfile
-from foxhunt.baselines.realized import DEFAULT_WINDOW, gaussian_quantiles, rolling_rms
+from foxhunt.baselines.realized import DEFAULT_WINDOW, gaussian_quantiles
+from foxhunt.data.volatility import MINUTES_PER_DAY, IntradayProfile, causal_rms
+
+FLAT = IntradayProfile(1, np.ones(MINUTES_PER_DAY))  # a symbol never fitted: no intraday shape
 
 log = logging.getLogger("foxhunt.baselines")
 
@@ -75,7 +78,9 @@ def fit_baselines(bars: BarReturns, *, window: int = DEFAULT_WINDOW) -> FittedBa
     for code, rows in bars.symbol_slices():
         fit = bars.usable[rows] & bars.train[rows]
         minutes = minute_of_day(bars.times[rows])
-        profiles[code] = IntradayProfile.fit(minutes[fit], bars.returns_bp[rows][fit])
+        profiles[code] = IntradayProfile.fit(
+            bars.returns_bp[rows][fit], minutes[fit], bucket_minutes=_bar_minutes(bars.times[rows])
+        )
         try:
             garch[code] = fit_garch_t(adjusted_returns(bars, rows, profiles[code])[fit])
         except GarchFitError as exc:
@@ -100,10 +105,10 @@ def forecast_baselines(
     paths = np.full((n, horizon), np.nan)  # GARCH variances of steps 1..H from each row
     z_t = np.full((n, len(quantiles)), np.nan)
     for code, rows in bars.symbol_slices():
-        profile = fitted.profiles.get(code, IntradayProfile.fit(np.zeros(0), np.zeros(0)))
+        profile = fitted.profiles.get(code, FLAT)
         scale[rows] = profile(minute_of_day(bars.times[rows]))
         u = adjusted_returns(bars, rows, profile)
-        vol[rows] = rolling_rms(u, fitted.window)
+        vol[rows] = causal_rms(u, fitted.window, np.arange(len(u)) == 0)
         garch = fitted.garch.get(code, "not fitted")
         usable = bars.usable[rows]
         if isinstance(garch, GarchT) and usable.any():
@@ -119,3 +124,10 @@ def forecast_baselines(
         "realized_vol": gaussian_quantiles(vol[anchors], target_scale, quantiles),
         "garch_t": garch_sd[..., None] * z_t[anchors][:, None, :],
     }
+
+
+def _bar_minutes(times: pd.DatetimeIndex) -> int:
+    """The profile's bucket: the median bar spacing in whole minutes (at least 1)."""
+    if len(times) < 2:
+        return 1
+    return max(1, round(float(np.median(np.diff(times.as_unit("ns").asi8))) / 60e9))

@@ -15,21 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
 from scipy.stats import norm
 
 DEFAULT_WINDOW = 64
-
-
-def rolling_rms(adjusted: np.ndarray, window: int) -> np.ndarray:
-    """[N] root mean square of the last `window` values up to and including each row.
-
-    NaN values (unusable returns) are skipped; a row with fewer than window // 2 finite values
-    behind it gets NaN. Causal: row t never reads a row after t.
-    """
-    squares = pd.Series(np.square(adjusted))
-    mean = squares.rolling(window, min_periods=max(window // 2, 1)).mean()
-    return np.sqrt(mean.to_numpy())
 
 
 def gaussian_quantiles(

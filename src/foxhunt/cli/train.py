@@ -56,6 +56,24 @@ def register(sub: Any) -> None:
     m.add_argument("--dropout", type=float, default=0.1)
     m.add_argument("--quantiles", type=float_tuple, default=(0.1, 0.5, 0.9))
     m.add_argument(
+        "--output",
+        default="direct",
+        choices=["direct", "baseline"],
+        help="direct: the head predicts the quantiles; baseline: a correction to a rolling "
+        "volatility baseline's Gaussian quantiles, which the untrained model forecasts exactly",
+    )
+    m.add_argument(
+        "--learn-spread",
+        action="store_true",
+        help="with --output baseline: learn a factor per horizon step and quantile on z_q",
+    )
+    m.add_argument(
+        "--baseline-window",
+        type=int,
+        default=64,
+        help="bars of the rolling volatility behind the baseline scale",
+    )
+    m.add_argument(
         "--use-gradient-checkpointing",
         action="store_true",
         help="recompute every segment's activations in backward (less memory, ~1.3x time)",
@@ -89,6 +107,17 @@ def register(sub: Any) -> None:
     t.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"])
     t.add_argument("--max-steps-per-epoch", type=int, default=None)
     t.add_argument("--num-workers", type=int, default=0)
+    t.add_argument(
+        "--loss-weighting",
+        default="none",
+        choices=["none", "inverse_scale"],
+        help="inverse_scale: divide each window's loss by its baseline scale",
+    )
+    t.add_argument(
+        "--validate-initial",
+        action="store_true",
+        help="score validation before the first epoch; the initial weights may stay the best",
+    )
     r = p.add_argument_group("run folder, checkpoints and memory")
     r.add_argument(
         "--output-dir", type=Path, default=None, help="run folder (default: runs/<date-time>)"
@@ -151,6 +180,7 @@ def run_config_from_args(args: argparse.Namespace) -> RunConfig:
         known_columns=args.known_columns,
         synthetic_days=args.synthetic_days,
         synthetic_seed=args.seed,
+        baseline_window=args.baseline_window,
     )
     model = TFTConfig(
         num_static=0,  # the data decides num_*: placeholders until fit_model_config
@@ -164,6 +194,8 @@ def run_config_from_args(args: argparse.Namespace) -> RunConfig:
         dropout=args.dropout,
         quantiles=args.quantiles,
         checkpointing=checkpointing_mode(args),
+        output=args.output,
+        learn_spread=args.learn_spread,
     )
     training = TrainingConfig(
         epochs=args.epochs,
@@ -177,6 +209,8 @@ def run_config_from_args(args: argparse.Namespace) -> RunConfig:
         precision=args.precision,
         max_steps_per_epoch=args.max_steps_per_epoch,
         num_workers=args.num_workers,
+        loss_weighting=args.loss_weighting,
+        validate_initial=args.validate_initial,
     )
     return RunConfig(data=data, model=model, training=training)
 

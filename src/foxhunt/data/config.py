@@ -68,6 +68,10 @@ class DataConfig:
         observed_columns: extra numeric columns of the file, fed as past-only inputs.
         known_columns: extra numeric columns known in advance, fed as past and future inputs.
         volatility_windows: bars of each rolling realized-volatility feature (each >= 2).
+        baseline_window: bars of the rolling volatility behind each window's baseline scale
+            (>= 2): the RMS of the last `baseline_window` returns divided by their intraday
+            profile, up to the anchor bar; windows anchored in its warm-up are dropped. The
+            "baseline" model output forecasts relative to it (see data/volatility.py).
         synthetic_days: trading sessions of synthetic bars when `path` is None (>= 1).
         synthetic_seed: seed of the synthetic bars.
         synthetic_symbols: instruments of the synthetic bars.
@@ -85,6 +89,7 @@ class DataConfig:
     observed_columns: tuple[str, ...] = ()
     known_columns: tuple[str, ...] = ()
     volatility_windows: tuple[int, ...] = (12, 48)
+    baseline_window: int = 64
     synthetic_days: int = 60
     synthetic_seed: int = 0
     synthetic_symbols: tuple[str, ...] = ("ES",)
@@ -95,7 +100,12 @@ class DataConfig:
         for name in _TUPLE_FIELDS:  # lists (from JSON or a CLI) become tuples
             object.__setattr__(self, name, tuple(getattr(self, name)))
         self._check_names()
-        for name, low in (("lookback", 1), ("horizon", 1), ("synthetic_days", 1)):
+        for name, low in (
+            ("lookback", 1),
+            ("horizon", 1),
+            ("synthetic_days", 1),
+            ("baseline_window", 2),
+        ):
             value = getattr(self, name)
             if not _is_int(value) or value < low:
                 raise _fail(name, value, f"must be an integer >= {low}")

@@ -29,9 +29,12 @@ class WindowDataset(Dataset[TFTBatch]):
         future_values [N, F] float32  a view of the known columns of past_values
         target_values [N] float32     scaled log return of each bar (None: no targets)
         symbol_codes  [N] int64       encoded symbol of each bar
+        base_volatility [N] float32   baseline volatility known at each bar (None: no scale)
+        profile       [N] float32     intraday relative volatility of each bar
     and `anchors` [W] int64, the row of the last observed bar of each window. Window i is
     rows anchors[i]-L+1 .. anchors[i] (past) and anchors[i]+1 .. anchors[i]+H (future,
-    target); nothing is copied per window.
+    target); nothing is copied per window. The baseline's standard deviation of each target
+    is `scale` = base_volatility[anchor] * profile[anchor + h], in scaled target units.
     """
 
     def __init__(
@@ -46,7 +49,11 @@ class WindowDataset(Dataset[TFTBatch]):
         horizon: int,
         timestamps: pd.DatetimeIndex,
         symbols: Sequence[str],
+        base_volatility: Tensor | None = None,
+        profile: Tensor | None = None,
     ) -> None:
+        if (base_volatility is None) != (profile is None):
+            raise ValueError("give base_volatility and profile together, or neither")
         self.past_values = past_values
         self.future_values = past_values[:, num_observed:]
         self.target_values = target_values
@@ -56,6 +63,8 @@ class WindowDataset(Dataset[TFTBatch]):
         self.horizon = horizon
         self.timestamps = timestamps  # [N] time of each row
         self.symbols = tuple(symbols)  # code -> name
+        self.base_volatility = base_volatility
+        self.profile = profile
         self._past_offsets = torch.arange(-lookback + 1, 1)
         self._future_offsets = torch.arange(1, horizon + 1)
 
@@ -80,6 +89,10 @@ class WindowDataset(Dataset[TFTBatch]):
         target = None
         if self.target_values is not None:
             target = self.target_values.index_select(0, future_rows).view(batch, horizon)
+        scale = None
+        if self.base_volatility is not None and self.profile is not None:
+            profile = self.profile.index_select(0, future_rows).view(batch, horizon)
+            scale = self.base_volatility.index_select(0, anchor)[:, None] * profile
         return TFTBatch(
             static=torch.zeros(batch, 0),
             past=past,  # [B, L, P]
@@ -87,6 +100,7 @@ class WindowDataset(Dataset[TFTBatch]):
             target=target,  # [B, H]
             static_categorical=self.symbol_codes.index_select(0, anchor)[:, None],  # [B, 1]
             anchor=anchor,  # [B]
+            scale=scale,  # [B, H]
         )
 
     def anchor_frame(self, anchors: Tensor | np.ndarray | Sequence[int]) -> pd.DataFrame:

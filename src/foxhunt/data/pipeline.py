@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -16,9 +16,11 @@ from foxhunt.data.preprocess import EncodedFrame, FeatureSchema, Preprocessor
 from foxhunt.data.scaling import CategoryEncoder, StandardScaler, TargetScaler
 from foxhunt.data.synthetic import generate_bars
 from foxhunt.data.validate import validate_bars
+from foxhunt.data.volatility import IntradayProfile, minute_of_day
 from foxhunt.data.windows import (
     SPLITS,
     WindowIndex,
+    gap_flags,
     index_windows,
     median_spacing_ns,
     split_codes,
@@ -97,10 +99,19 @@ def fit_preprocessor(
     timezone: str,
     symbols: CategoryEncoder,
 ) -> Preprocessor:
-    """Scalers fitted on the finite training rows only."""
+    """Scalers and the intraday volatility profile fitted on the training rows only."""
     spec = FeatureSpec(config.volatility_windows, config.observed_columns, config.known_columns)
     train = (splits == 0) & encoded.finite
     names = (*spec.observed_names, *spec.known_names)
+    # training returns, less those spanning a gap over max_gap: never a target, and a
+    # return over the nightly break or a weekend is not one bar's worth of volatility
+    gaps = gap_flags(encoded.symbol_codes, encoded.times_ns, max_gap_ns)
+    returns = np.where(gaps, np.nan, encoded.features.returns)[splits == 0]
+    profile = IntradayProfile.fit(
+        returns,
+        minute_of_day(encoded.times[splits == 0], timezone),
+        bucket_minutes=round(bar_spacing_ns / 60e9),
+    )
     return Preprocessor(
         spec=spec,
         lookback=config.lookback,
@@ -111,6 +122,8 @@ def fit_preprocessor(
         bar_spacing_ns=bar_spacing_ns,
         timezone=timezone,
         symbols=symbols,
+        profile=profile,
+        baseline_window=config.baseline_window,
     )
 
 
@@ -121,7 +134,7 @@ def _check_windows(index: WindowIndex, config: DataConfig, source: str) -> None:
             raise DataError(
                 f"{source}: the {name} split has no complete window of lookback "
                 f"{config.lookback} + horizon {config.horizon} bars (after a rolling warm-up of "
-                f"{max(config.volatility_windows, default=1)} bars, with max_gap "
+                f"{max((*config.volatility_windows, config.baseline_window))} bars, with max_gap "
                 f"{config.max_gap}); use more bars, a smaller lookback/horizon or larger "
                 "val_fraction/test_fraction"
             )
@@ -136,6 +149,7 @@ def check_compatible(preprocessor: Preprocessor, config: DataConfig, spec: Featu
         "lookback": (config.lookback, preprocessor.lookback),
         "horizon": (config.horizon, preprocessor.horizon),
         "volatility_windows": (spec.volatility_windows, preprocessor.spec.volatility_windows),
+        "baseline_window": (config.baseline_window, preprocessor.baseline_window),
         "observed_columns": (spec.observed_columns, preprocessor.spec.observed_columns),
         "known_columns": (spec.known_columns, preprocessor.spec.known_columns),
         "max_gap": (wanted_gap, saved_gap),
@@ -195,7 +209,9 @@ def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None
             timezone=timezone,
             symbols=encoder,
         )
-    datasets = preprocessor.windows(encoded, index.anchors)
+    anchors = preprocessor.ready_anchors(encoded, index.anchors)
+    _check_windows(replace(index, anchors=anchors), config, source)  # after the baseline warm-up
+    datasets = preprocessor.windows(encoded, anchors)
     summary = DataSummary(
         source=source,
         rows=len(encoded.times_ns),

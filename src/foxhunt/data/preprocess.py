@@ -1,8 +1,9 @@
 """The fitted preprocessing of a run: new bars in, windows the trained model understands out.
 
 `Preprocessor` holds everything fitted at training time (scalers, symbol encoder, feature
-spec, lookback/horizon, max gap, timezone) and is saved as JSON next to the weights, so
-`predict`, `evaluate` and a resumed run transform bars exactly as training did.
+spec, lookback/horizon, max gap, timezone, intraday volatility profile) and is saved as JSON
+next to the weights, so `predict`, `evaluate` and a resumed run transform bars exactly as
+training did.
 """
 
 from __future__ import annotations
@@ -19,76 +20,28 @@ import torch
 
 from foxhunt.batch import TFTBatch
 from foxhunt.data.dataset import WindowDataset
-from foxhunt.data.features import (
-    TARGET_NAME,
-    Features,
-    FeatureSpec,
-    calendar_features,
-    compute_features,
-    series_starts,
-)
+from foxhunt.data.encoded import EncodedFrame, FeatureSchema, LatestWindows
+from foxhunt.data.features import TARGET_NAME, FeatureSpec, calendar_features, series_starts
 from foxhunt.data.io import normalize_timestamps
 from foxhunt.data.scaling import CategoryEncoder, StandardScaler, TargetScaler
 from foxhunt.data.validate import validate_bars
+from foxhunt.data.volatility import BaselineRows, IntradayProfile, baseline_rows, minute_of_day
 from foxhunt.data.windows import gap_flags, index_windows
 from foxhunt.errors import DataError
 from foxhunt.storage import atomic_write_json
 
 log = logging.getLogger("foxhunt.data")
 
-
-@dataclass(frozen=True)
-class FeatureSchema:
-    """Names and sizes of the model inputs, in the order of the tensor columns."""
-
-    static_names: tuple[str, ...]
-    static_categorical_names: tuple[str, ...]
-    static_cardinalities: tuple[int, ...]
-    past_names: tuple[str, ...]  # observed inputs, then known inputs
-    future_names: tuple[str, ...]  # known inputs
-    target_name: str
-
-
-@dataclass(frozen=True)
-class EncodedFrame:
-    """A validated frame (sorted by symbol, time) with its unscaled features."""
-
-    frame: pd.DataFrame
-    times: pd.DatetimeIndex
-    times_ns: np.ndarray  # [N] int64
-    symbol_codes: np.ndarray  # [N] int64, non-decreasing
-    features: Features
-    finite: np.ndarray  # [N] bool
-
-    @classmethod
-    def build(
-        cls, frame: pd.DataFrame, spec: FeatureSpec, *, timezone: str, codes: np.ndarray
-    ) -> EncodedFrame:
-        times = pd.DatetimeIndex(frame["timestamp"])
-        features = compute_features(frame, spec, timezone=timezone, symbol_codes=codes)
-        times_ns = times.as_unit("ns").asi8
-        return cls(frame, times, times_ns, codes, features, features.finite_rows)
-
-
-@dataclass(frozen=True)
-class LatestWindows:
-    """The latest lookback bars of each symbol, ready to forecast the next H bars."""
-
-    batch: TFTBatch  # target None; anchor = row of each symbol's last bar
-    symbols: tuple[str, ...]  # [B]
-    last_timestamps: pd.DatetimeIndex  # [B] time of the last observed bar
-    forecast_timestamps: tuple[pd.DatetimeIndex, ...]  # [B] x [H], extrapolated
-
-    def timestamps_for(self, index: int) -> pd.DatetimeIndex:
-        """Times of the H forecast bars of batch row `index`."""
-        return self.forecast_timestamps[index]
+__all__ = ["EncodedFrame", "FeatureSchema", "LatestWindows", "Preprocessor"]
+#: Version 1 files (no volatility profile) still load; their windows carry no baseline scale.
+_READABLE_VERSIONS = (1, 2)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Preprocessor:
     """Fitted preprocessing; build it with `prepare_data`, persist it with save/load."""
 
-    VERSION: ClassVar[int] = 1
+    VERSION: ClassVar[int] = 2
 
     spec: FeatureSpec
     lookback: int
@@ -99,6 +52,8 @@ class Preprocessor:
     scaler: StandardScaler
     target_scaler: TargetScaler
     symbols: CategoryEncoder
+    profile: IntradayProfile | None = None  # None: a version-1 run, no baseline scale
+    baseline_window: int = 64  # bars of the rolling base volatility
 
     @property
     def target_scale(self) -> float:
@@ -137,13 +92,44 @@ class Preprocessor:
         codes = self.symbols.encode(valid["symbol"].to_numpy(), source=source)
         return EncodedFrame.build(valid, self.spec, timezone=self.timezone, codes=codes)
 
+    def baseline(self, encoded: EncodedFrame) -> BaselineRows | None:
+        """Per-row base volatility and profile (scaled units); None without a profile."""
+        if self.profile is None:
+            return None
+        return baseline_rows(
+            encoded.features.returns,
+            minute_of_day(encoded.times, self.timezone),
+            series_starts(encoded.symbol_codes),
+            profile=self.profile,
+            window=self.baseline_window,
+            target_scale=self.target_scale,
+            gaps=gap_flags(encoded.symbol_codes, encoded.times_ns, self.max_gap_ns),
+        )
+
+    def ready_anchors(
+        self, encoded: EncodedFrame, anchors: dict[str, np.ndarray]
+    ) -> dict[str, np.ndarray]:
+        """`anchors` less those still in the base volatility's warm-up (no NaN scale)."""
+        baseline = self.baseline(encoded)
+        if baseline is None:
+            return anchors
+        return {name: rows[baseline.ready[rows]] for name, rows in anchors.items()}
+
     def windows(
         self, encoded: EncodedFrame, anchors: dict[str, np.ndarray]
     ) -> dict[str, WindowDataset]:
-        """One dataset per entry of `anchors`, all sharing one set of storage tensors."""
+        """One dataset per entry of `anchors` (from `ready_anchors`), all sharing one set of
+        storage tensors."""
         values = torch.from_numpy(self.scaler.transform(encoded.features.inputs))
         targets = torch.from_numpy(self.target_scaler.transform(encoded.features.returns))
         codes = torch.from_numpy(encoded.symbol_codes.astype(np.int64))
+        baseline = self.baseline(encoded)
+        volatility = profile = None
+        if baseline is not None:
+            if not all(baseline.ready[rows].all() for rows in anchors.values()):
+                raise DataError("an anchor lies in the base volatility's warm-up")
+            volatility = torch.from_numpy(baseline.volatility.astype(np.float32))
+            profile = torch.from_numpy(baseline.profile.astype(np.float32))
         return {
             name: WindowDataset(
                 past_values=values,
@@ -155,6 +141,8 @@ class Preprocessor:
                 horizon=self.horizon,
                 timestamps=encoded.times,
                 symbols=self.symbols.categories,
+                base_volatility=volatility,
+                profile=profile,
             )
             for name, rows in anchors.items()
         }
@@ -171,13 +159,14 @@ class Preprocessor:
             horizon=self.horizon,
             max_gap_ns=self.max_gap_ns,
         )
-        if len(index.anchors["train"]) == 0:
+        anchors = self.ready_anchors(encoded, {"all": index.anchors["train"]})
+        if len(anchors["all"]) == 0:
             raise DataError(
                 f"{encoded.frame.attrs.get('source')}: no complete window of "
                 f"{self.lookback} + {self.horizon} bars without a gap over {self.max_gap} after "
                 "the rolling warm-up; use a longer file"
             )
-        return self.windows(encoded, {"all": index.anchors["train"]})["all"]
+        return self.windows(encoded, anchors)["all"]
 
     def latest(self, frame: pd.DataFrame) -> LatestWindows:
         """The latest `lookback` bars of each symbol and the known inputs of the next H bars.
@@ -191,12 +180,20 @@ class Preprocessor:
         rows = ends[:, None] + np.arange(-self.lookback + 1, 1)  # [B, L]
         self._check_latest(encoded, rows)
         future, future_times = self._future_known(encoded, ends)
+        baseline = self.baseline(encoded)
+        scale = None
+        if baseline is not None and self.profile is not None:  # next H bars' profile
+            minutes = minute_of_day(pd.DatetimeIndex(np.concatenate(future_times)), self.timezone)
+            future_profile = self.profile(minutes).reshape(len(ends), self.horizon)
+            scale = baseline.volatility[ends][:, None] * future_profile  # [B, H]
+            scale = torch.from_numpy(scale.astype(np.float32))
         batch = TFTBatch(
             static=torch.zeros(len(ends), 0),
             past=torch.from_numpy(self.scaler.transform(encoded.features.inputs[rows])),
             future=torch.from_numpy(future),
             static_categorical=torch.from_numpy(encoded.symbol_codes[ends][:, None].copy()),
             anchor=torch.from_numpy(ends.astype(np.int64)),
+            scale=scale,
         )
         names = tuple(self.symbols.categories[c] for c in encoded.symbol_codes[ends])
         return LatestWindows(batch, names, encoded.times[ends], future_times)
@@ -206,12 +203,15 @@ class Preprocessor:
         source = encoded.frame.attrs.get("source")
         codes = encoded.symbol_codes
         complete = (codes[rows] == codes[rows[:, -1:]]).all(1) & encoded.finite[rows].all(1)
+        baseline = self.baseline(encoded)
+        if baseline is not None:
+            complete &= baseline.ready[rows[:, -1]]
         for b in np.flatnonzero(~complete):
             name = self.symbols.categories[codes[rows[b, -1]]]
             raise DataError(
                 f"{source}: symbol {name!r} has {int((codes == codes[rows[b, -1]]).sum())} bars; "
                 f"a forecast needs its last {self.lookback} with complete features, i.e. about "
-                f"{self.lookback + max(self.spec.volatility_windows, default=1)} bars"
+                f"{self.lookback + max((*self.spec.volatility_windows, self.baseline_window))} bars"
             )
         gaps = gap_flags(codes, encoded.times_ns, self.max_gap_ns)
         if gaps[rows[:, 1:]].any():
@@ -257,12 +257,17 @@ class Preprocessor:
             "scaler": self.scaler.state_dict(),
             "target_scaler": self.target_scaler.state_dict(),
             "symbols": self.symbols.state_dict(),
+            "profile": None if self.profile is None else self.profile.state_dict(),
+            "baseline_window": self.baseline_window,
         }
 
     @classmethod
     def from_state_dict(cls, state: dict[str, Any]) -> Preprocessor:
-        if state.get("version") != cls.VERSION:
-            raise DataError(f"preprocessor version {state.get('version')} is not {cls.VERSION}")
+        if state.get("version") not in _READABLE_VERSIONS:
+            raise DataError(
+                f"preprocessor version {state.get('version')} is not one of {_READABLE_VERSIONS}"
+            )
+        profile = state.get("profile")  # absent in version 1
         return cls(
             spec=FeatureSpec.from_dict(state["spec"]),
             lookback=int(state["lookback"]),
@@ -273,6 +278,8 @@ class Preprocessor:
             scaler=StandardScaler.from_state_dict(state["scaler"]),
             target_scaler=TargetScaler.from_state_dict(state["target_scaler"]),
             symbols=CategoryEncoder.from_state_dict(state["symbols"]),
+            profile=None if profile is None else IntradayProfile.from_state_dict(profile),
+            baseline_window=int(state.get("baseline_window", 64)),
         )
 
     def save(self, path: str | Path) -> None:

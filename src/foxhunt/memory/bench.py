@@ -95,11 +95,22 @@ def random_batch(
         future=torch.randn(batch_size, cfg.horizon, cfg.num_future, generator=g),
         target=torch.randn(batch_size, cfg.horizon, generator=g),
         static_categorical=codes,
+        # the baseline's standard deviation per target: positive, around 1 in scaled units
+        scale=torch.rand(batch_size, cfg.horizon, generator=g) + 0.5
+        if cfg.output == "baseline"
+        else None,
     ).to(device)
 
 
 def batch_tensors(batch: TFTBatch) -> list[Tensor]:
-    fields = (batch.static, batch.past, batch.future, batch.target, batch.static_categorical)
+    fields = (
+        batch.static,
+        batch.past,
+        batch.future,
+        batch.target,
+        batch.static_categorical,
+        batch.scale,
+    )
     return [t for t in fields if t is not None]
 
 

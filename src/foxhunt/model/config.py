@@ -21,6 +21,7 @@ SEGMENTS = (
     "fusion_decoder",
 )
 CHECKPOINT_MODES = ("none", "full")
+OUTPUTS = ("direct", "baseline")
 
 
 def _fail(name: str, value: object, fix: str) -> ConfigError:
@@ -60,6 +61,16 @@ class TFTConfig:
     """Dropout rate on the input of every gating layer, in [0, 1)."""
     lstm_layers: int = 1
     """Stacked LSTM layers in the encoder and in the decoder (>= 1)."""
+    output: str = "direct"
+    """What the output head predicts. "direct": the quantiles themselves (eq. 23).
+    "baseline": a correction, in standardized units, to the Gaussian quantiles of a rolling
+    volatility baseline: quantiles = batch.scale * (z_q + correction), where batch.scale [B, H]
+    is the baseline's standard deviation of each target (data/volatility.py) and z_q the
+    standard normal quantiles; the head starts at zero, so the untrained model forecasts
+    exactly the baseline (model/baseline_head.py). Batches must then carry ``scale``."""
+    learn_spread: bool = False
+    """With output="baseline": also learn a factor exp(a) per horizon step and quantile on
+    z_q (a starts at 0), i.e. how much wider or narrower than Gaussian each quantile is."""
     checkpointing: str | tuple[str, ...] = "none"
     """Activation checkpointing policy: "none", "full", or a tuple of names from ``SEGMENTS``.
     The model built from this config is checkpointed accordingly (by ``apply_checkpointing``,
@@ -94,6 +105,12 @@ class TFTConfig:
         if not 0.0 <= self.dropout < 1.0:
             raise _fail("dropout", self.dropout, "must be in [0, 1); use 0 to disable dropout")
         self._check_checkpointing()
+        if self.output not in OUTPUTS:
+            raise _fail("output", self.output, f"use one of {OUTPUTS}")
+        if not isinstance(self.learn_spread, bool):
+            raise _fail("learn_spread", self.learn_spread, "must be True or False")
+        if self.learn_spread and self.output != "baseline":
+            raise _fail("learn_spread", True, 'only applies to output="baseline"; set it there')
 
     def _check_quantiles(self) -> None:
         qs = self.quantiles

@@ -7,12 +7,19 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+#: Floor on the scale that divides the loss: a flat stretch of prices must not weigh infinitely.
+MIN_SCALE = 1e-3
 
-def quantile_loss_per_quantile(pred: Tensor, target: Tensor, quantiles: Sequence[float]) -> Tensor:
+
+def quantile_loss_per_quantile(
+    pred: Tensor, target: Tensor, quantiles: Sequence[float], scale: Tensor | None = None
+) -> Tensor:
     """Pinball loss of each quantile, averaged over batch and horizon.
 
     pred [B, H, Q], target [B, H] -> [Q]. For level q and error e = target - pred the loss
-    is max(q * e, (q - 1) * e).
+    is max(q * e, (q - 1) * e). With `scale` [B, H] each window's error is divided by it
+    first: pinball is positively homogeneous, so that is the loss of the standardized
+    forecast pred / scale, and calm and wild windows weigh alike.
     """
     if pred.dim() != 3 or pred.shape[-1] != len(quantiles):
         raise ValueError(
@@ -26,9 +33,14 @@ def quantile_loss_per_quantile(pred: Tensor, target: Tensor, quantiles: Sequence
         )
     q = torch.as_tensor(quantiles, dtype=pred.dtype, device=pred.device)  # [Q]
     error = target.unsqueeze(-1) - pred  # [B, H, Q]
+    if scale is not None:
+        error = error / scale.clamp_min(MIN_SCALE).unsqueeze(-1)
     return torch.maximum(q * error, (q - 1) * error).mean(dim=(0, 1))
 
 
-def quantile_loss(pred: Tensor, target: Tensor, quantiles: Sequence[float]) -> Tensor:
-    """Pinball loss averaged over batch, horizon and quantiles: a scalar."""
-    return quantile_loss_per_quantile(pred, target, quantiles).mean()
+def quantile_loss(
+    pred: Tensor, target: Tensor, quantiles: Sequence[float], scale: Tensor | None = None
+) -> Tensor:
+    """Pinball loss averaged over batch, horizon and quantiles: a scalar (see above for
+    `scale`)."""
+    return quantile_loss_per_quantile(pred, target, quantiles, scale).mean()

@@ -2,7 +2,8 @@
 
 Top-level children are the segments named in ``config.SEGMENTS`` (each a module whose
 forward takes and returns tensors, so that the checkpointing transform can wrap it) plus
-small glue: ``post_lstm_gate`` and ``output_head``. The constructor applies
+small glue: ``post_lstm_gate``, ``output_head`` and, for ``output="baseline"``,
+``baseline`` (model/baseline_head.py). The constructor applies
 ``config.checkpointing`` through that transform (``model/checkpointing.py``);
 ``apply_checkpointing`` / ``remove_checkpointing`` change it later.
 """
@@ -15,6 +16,7 @@ import torch
 from torch import Tensor, nn
 
 from foxhunt.batch import TFTBatch
+from foxhunt.model.baseline_head import BaselineQuantiles
 from foxhunt.model.checkpointing import apply_checkpointing
 from foxhunt.model.config import TFTConfig
 from foxhunt.model.fusion import TemporalFusionDecoder
@@ -67,6 +69,13 @@ class TemporalFusionTransformer(nn.Module):
             h, cfg.attention_heads, p, cfg.lookback, cfg.horizon
         )
         self.output_head = nn.Linear(h, len(cfg.quantiles))  # eq. 23
+        self.baseline: BaselineQuantiles | None = None
+        if cfg.output == "baseline":  # the head predicts a correction that starts at zero
+            nn.init.zeros_(self.output_head.weight)
+            nn.init.zeros_(self.output_head.bias)
+            self.baseline = BaselineQuantiles(
+                cfg.quantiles, cfg.horizon, learn_spread=cfg.learn_spread
+            )
         apply_checkpointing(self, cfg.checkpointing)  # the one transform; a no-op for "none"
 
     def forward(self, batch: TFTBatch, return_attention: bool = False) -> TFTOutput:
@@ -90,8 +99,12 @@ class TemporalFusionTransformer(nn.Module):
         # static enrichment, interpretable attention, position-wise feed-forward
         need_weights = return_attention or not self.training
         fused, attention = self.fusion_decoder(temporal, c_enrichment, need_weights)  # [B, H, d]
+        quantiles = self.output_head(fused)  # [B, H, Q]
+        if self.baseline is not None:
+            assert batch.scale is not None  # check_batch
+            quantiles = self.baseline(quantiles, batch.scale)
         return TFTOutput(
-            quantiles=self.output_head(fused),  # [B, H, Q]
+            quantiles=quantiles,
             static_weights=static_weights,
             past_weights=past_weights,
             future_weights=future_weights,
@@ -129,6 +142,15 @@ def check_batch(batch: TFTBatch, cfg: TFTConfig) -> None:
         _check(
             codes, "batch.static_categorical", [b, cfg.num_static_categorical], b, floating=False
         )
+    if cfg.output == "baseline":
+        if batch.scale is None:
+            raise ValueError(
+                f'batch.scale: a model with output="baseline" forecasts relative to the '
+                f"baseline's standard deviation of each target, shape [{b}, {cfg.horizon}], "
+                "got None; use windows from a preprocessor with a volatility profile "
+                '(version 2: retrain) or a model with output="direct"'
+            )
+        _check(batch.scale, "batch.scale", [b, cfg.horizon], b, floating=True)
 
 
 def _check(t: object, name: str, shape: list[int], b: int, floating: bool) -> None:

@@ -12,6 +12,7 @@ from foxhunt.errors import ConfigError, FoxhuntError
 
 DEVICES = ("auto", "cpu", "cuda")
 PRECISIONS = ("fp32", "bf16", "fp16")
+LOSS_WEIGHTINGS = ("none", "inverse_scale")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,6 +35,13 @@ class TrainingConfig:
         max_steps_per_epoch: cap on optimizer steps per epoch, for quick runs; None = all.
         max_nonfinite_steps: consecutive NaN/inf losses tolerated (step skipped) before stopping.
         num_workers: DataLoader worker processes (0 = load in the training process).
+        loss_weighting: "none" = pinball loss in scaled target units; "inverse_scale" = each
+            window's loss divided by its baseline scale (batch.scale), i.e. the loss of the
+            standardized forecast, so calm and volatile windows weigh alike. Validation and
+            early stopping always use the unweighted loss, the units that are reported.
+        validate_initial: score the validation split once before the first epoch, so the
+            initial weights compete for the best epoch; with output="baseline" they are the
+            rolling-volatility baseline, which the kept model then never loses to on validation.
     """
 
     epochs: int = 10
@@ -50,6 +58,8 @@ class TrainingConfig:
     max_steps_per_epoch: int | None = None
     max_nonfinite_steps: int = 5
     num_workers: int = 0
+    loss_weighting: str = "none"
+    validate_initial: bool = False
 
     def __post_init__(self) -> None:
         positive = ("epochs", "batch_size", "eval_batch_size", "max_nonfinite_steps")
@@ -67,6 +77,15 @@ class TrainingConfig:
             )
         if self.device not in DEVICES:
             raise ConfigError(f"training.device must be one of {DEVICES}, got {self.device!r}")
+        if self.loss_weighting not in LOSS_WEIGHTINGS:
+            raise ConfigError(
+                f"training.loss_weighting must be one of {LOSS_WEIGHTINGS}, "
+                f"got {self.loss_weighting!r}"
+            )
+        if not isinstance(self.validate_initial, bool):
+            raise ConfigError(
+                f"training.validate_initial must be True or False, got {self.validate_initial!r}"
+            )
         if self.precision not in PRECISIONS:
             raise ConfigError(
                 f"training.precision must be one of {PRECISIONS}, got {self.precision!r}"

@@ -64,6 +64,7 @@ from foxhunt.training.metrics import (
     unavailable_metrics,
 )
 from foxhunt.training.precision import autocast_dtype
+from foxhunt.training.scale_baseline import gaussian_scale_forecast
 from foxhunt.training.trainer import Trainer
 
 log = logging.getLogger("foxhunt.train")
@@ -128,6 +129,18 @@ def score(
 def results_table(metrics: dict[str, Any], quantiles: tuple[float, ...]) -> str:
     rows = {"tft": metrics["test"], **metrics["baselines"]}
     return format_table(rows, quantiles, metrics["unit"])
+
+
+def validation_baseline(
+    data: PreparedData, quantiles: tuple[float, ...], unit: float
+) -> dict[str, Any] | None:
+    """The realized-vol baseline on the validation windows, from their own scale (what an
+    untrained output="baseline" model forecasts): the score the model must beat to be kept."""
+    forecast = gaussian_scale_forecast(data.validation, quantiles)
+    if forecast is None or len(forecast) == 0:
+        return None
+    target = window_targets(data.validation) * unit
+    return {"realized_vol": forecast_metrics(forecast * unit, target, quantiles)}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -273,7 +286,7 @@ def train(
     historical = historical_baseline(data.train, model_config.quantiles) * scale
     # fitted on the train span, then filtered forward over validation and test
     bars = bar_returns(data.test, data.preprocessor, train_end=data.summary.validation_start)
-    fitted = fit_baselines(bars, window=model_config.lookback)
+    fitted = fit_baselines(bars, window=config.data.baseline_window)
     vol = vol_baselines(fitted, bars, data.test, model_config.quantiles)
     baseline_state = {
         "historical_quantiles": historical.tolist(),
@@ -283,6 +296,8 @@ def train(
     pred, target = trainer.predict(data.test)
     pred, target = pred * scale, target * scale
     metrics = score(pred, target, historical, model_config.quantiles, vol=vol)
+    if (validation := validation_baseline(data, model_config.quantiles, scale)) is not None:
+        metrics["validation_baselines"] = validation
     everyone = all_baselines(historical, pred.shape, vol)
     frame = forecast_frame(data.test, pred, target, model_config.quantiles, everyone)
     write_forecasts(output_dir / FORECASTS_FILE, frame)
@@ -290,6 +305,8 @@ def train(
         "epochs_run": state.epoch,
         "best_epoch": state.best_epoch + 1,
         "best_val_loss": state.best_val_loss,
+        "best_val_loss_bp": state.best_val_loss * scale,
+        "initial_val_loss": state.initial_val_loss,
         "steps": state.global_step,
         "skipped_steps": state.skipped_steps,
         "stopped_early": state.stopped_early,

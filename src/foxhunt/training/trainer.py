@@ -48,6 +48,7 @@ class TrainState:
     epoch_loss_sum: float = 0.0  # running train loss of the current epoch, survives a resume
     epoch_loss_count: int = 0
     stopped_early: bool = False
+    initial_val_loss: float | None = None  # validate_initial: the untrained weights' loss
     history: list[dict[str, float]] = field(default_factory=list)
 
 
@@ -121,9 +122,17 @@ class Trainer:
 
     def compute_loss(self, batch: TFTBatch) -> Tensor:
         assert batch.target is not None, "training batches carry targets"
+        scale = None
+        if self.config.loss_weighting == "inverse_scale":
+            if batch.scale is None:
+                raise FoxhuntError(
+                    "loss_weighting 'inverse_scale' needs windows with a baseline scale "
+                    "(a version-2 preprocessor); retrain, or use loss_weighting 'none'"
+                )
+            scale = batch.scale.float()
         with self.autocast():
             out = self.train_model(batch)
-        return quantile_loss(out.quantiles.float(), batch.target, self.quantiles)
+        return quantile_loss(out.quantiles.float(), batch.target, self.quantiles, scale)
 
     def train_step(self, batch: TFTBatch) -> float:
         """One optimizer step; a non-finite loss skips the update instead of poisoning weights.
@@ -245,6 +254,8 @@ class Trainer:
     # --- orchestration -----------------------------------------------------------------
     def fit(self) -> TrainState:
         config, state = self.config, self.state
+        if config.validate_initial and state.initial_val_loss is None and state.global_step == 0:
+            self.validate_initial()
         while state.epoch < config.epochs and not state.stopped_early:
             self._notify("on_epoch_start")
             train_loss = self.train_epoch()
@@ -269,6 +280,13 @@ class Trainer:
         if self.best_weights is not None:
             self.model.load_state_dict(self.best_weights)
         return state
+
+    def validate_initial(self) -> None:
+        """Score the untrained weights on validation; they become the best so far."""
+        state = self.state
+        state.initial_val_loss = self.evaluate(self.val_set)
+        self._track_best(state.initial_val_loss, epoch=-1)
+        log.info("initial weights: val %.4f", state.initial_val_loss)
 
     def train_epoch(self) -> float:
         state = self.state
@@ -298,10 +316,11 @@ class Trainer:
         state.epoch_loss_sum, state.epoch_loss_count = 0.0, 0
         return mean
 
-    def _track_best(self, val_loss: float) -> None:
+    def _track_best(self, val_loss: float, epoch: int | None = None) -> None:
         state = self.state
         if val_loss < state.best_val_loss - self.config.min_delta:
-            state.best_val_loss, state.best_epoch = val_loss, state.epoch
+            state.best_val_loss = val_loss
+            state.best_epoch = state.epoch if epoch is None else epoch
             state.epochs_without_improvement = 0
             self.best_weights = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
         else:

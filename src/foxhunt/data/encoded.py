@@ -1,0 +1,59 @@
+"""What the preprocessor works on: a validated frame with its features, and the schema and
+latest windows it hands out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from foxhunt.batch import TFTBatch
+from foxhunt.data.features import Features, FeatureSpec, compute_features
+
+
+@dataclass(frozen=True)
+class FeatureSchema:
+    """Names and sizes of the model inputs, in the order of the tensor columns."""
+
+    static_names: tuple[str, ...]
+    static_categorical_names: tuple[str, ...]
+    static_cardinalities: tuple[int, ...]
+    past_names: tuple[str, ...]  # observed inputs, then known inputs
+    future_names: tuple[str, ...]  # known inputs
+    target_name: str
+
+
+@dataclass(frozen=True)
+class EncodedFrame:
+    """A validated frame (sorted by symbol, time) with its unscaled features."""
+
+    frame: pd.DataFrame
+    times: pd.DatetimeIndex
+    times_ns: np.ndarray  # [N] int64
+    symbol_codes: np.ndarray  # [N] int64, non-decreasing
+    features: Features
+    finite: np.ndarray  # [N] bool
+
+    @classmethod
+    def build(
+        cls, frame: pd.DataFrame, spec: FeatureSpec, *, timezone: str, codes: np.ndarray
+    ) -> EncodedFrame:
+        times = pd.DatetimeIndex(frame["timestamp"])
+        features = compute_features(frame, spec, timezone=timezone, symbol_codes=codes)
+        times_ns = times.as_unit("ns").asi8
+        return cls(frame, times, times_ns, codes, features, features.finite_rows)
+
+
+@dataclass(frozen=True)
+class LatestWindows:
+    """The latest lookback bars of each symbol, ready to forecast the next H bars."""
+
+    batch: TFTBatch  # target None; anchor = row of each symbol's last bar
+    symbols: tuple[str, ...]  # [B]
+    last_timestamps: pd.DatetimeIndex  # [B] time of the last observed bar
+    forecast_timestamps: tuple[pd.DatetimeIndex, ...]  # [B] x [H], extrapolated
+
+    def timestamps_for(self, index: int) -> pd.DatetimeIndex:
+        """Times of the H forecast bars of batch row `index`."""
+        return self.forecast_timestamps[index]

@@ -1,0 +1,90 @@
+"""The "baseline" output form: at initialization the model IS the rolling-volatility baseline."""
+
+from dataclasses import replace
+
+import pytest
+import torch
+
+from foxhunt import TFTBatch, TFTConfig
+from foxhunt.errors import ConfigError
+from foxhunt.memory.bench import random_batch
+from foxhunt.model.loss import quantile_loss
+from foxhunt.model.tft import TemporalFusionTransformer
+
+
+def make_batch(cfg: TFTConfig, batch_size: int = 5) -> TFTBatch:
+    return random_batch(cfg, batch_size, seed=0)
+
+
+def small_config(**overrides: object) -> TFTConfig:
+    kwargs: dict[str, object] = {
+        "num_static": 3, "static_cardinalities": (4, 2), "num_past": 6, "num_future": 2,
+        "hidden_size": 16, "variable_hidden_size": 4, "attention_heads": 4, "lookback": 7,
+        "horizon": 3,
+    }  # fmt: skip
+    return TFTConfig(**{**kwargs, **overrides})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("learn_spread", [False, True])
+def test_untrained_model_forecasts_the_baseline_quantiles_exactly(learn_spread: bool) -> None:
+    cfg = small_config(output="baseline", learn_spread=learn_spread, quantiles=(0.1, 0.5, 0.9))
+    torch.manual_seed(0)
+    model = TemporalFusionTransformer(cfg)
+    batch = make_batch(cfg, batch_size=6)
+    assert batch.scale is not None
+    z = torch.special.ndtri(torch.tensor([0.1, 0.5, 0.9], dtype=torch.float64)).float()
+    for mode in (model.train, model.eval):
+        mode()
+        out = model(batch).quantiles
+        assert torch.equal(out, batch.scale[..., None] * z)
+
+
+def test_the_correction_learns() -> None:
+    cfg = small_config(output="baseline", learn_spread=True, dropout=0.0)
+    model = TemporalFusionTransformer(cfg)
+    batch = make_batch(cfg)
+    assert batch.target is not None
+    loss = quantile_loss(model(batch).quantiles, batch.target, cfg.quantiles)
+    loss.backward()
+    assert model.output_head.weight.grad is not None
+    assert model.output_head.weight.grad.abs().sum() > 0
+    assert model.baseline is not None and model.baseline.log_spread is not None
+    assert model.baseline.log_spread.grad is not None
+    assert model.baseline.log_spread.grad.abs().sum() > 0
+
+
+def test_a_baseline_model_needs_a_scale() -> None:
+    cfg = small_config(output="baseline")
+    model = TemporalFusionTransformer(cfg)
+    batch = replace(make_batch(cfg), scale=None)
+    with pytest.raises(ValueError, match=r'batch.scale: a model with output="baseline"'):
+        model(batch)
+    with pytest.raises(ValueError, match=r"batch.scale: expected shape \[5, 3\]"):
+        model(replace(batch, scale=torch.ones(5, 2)))
+
+
+def test_direct_models_are_unchanged() -> None:
+    cfg = small_config()
+    model = TemporalFusionTransformer(cfg)
+    assert model.baseline is None
+    assert model.output_head.weight.abs().sum() > 0
+    assert make_batch(cfg).scale is None
+    model(make_batch(cfg))
+
+
+def test_config_validates_the_output_form() -> None:
+    with pytest.raises(ConfigError, match=r"TFTConfig\.output='scaled'"):
+        small_config(output="scaled")
+    with pytest.raises(ConfigError, match="learn_spread"):
+        small_config(learn_spread=True)
+    cfg = small_config(output="baseline", learn_spread=True)
+    assert TFTConfig.from_dict(cfg.to_dict()) == cfg
+
+
+def test_inverse_scale_loss_is_the_loss_of_standardized_forecasts() -> None:
+    g = torch.Generator().manual_seed(0)
+    pred, target = torch.randn(4, 3, 2, generator=g), torch.randn(4, 3, generator=g)
+    scale = torch.rand(4, 3, generator=g) + 0.5
+    weighted = quantile_loss(pred, target, (0.2, 0.8), scale)
+    standardized = quantile_loss(pred / scale[..., None], target / scale, (0.2, 0.8))
+    assert weighted == pytest.approx(float(standardized), rel=1e-6)
