@@ -61,6 +61,7 @@ class ModelShape:
             horizon=self.horizon,
             quantiles=self.quantiles,
             dropout=self.dropout,
+            output="direct",  # the paper's head, as pytorch-forecasting's: the same architecture
         )
 
 

@@ -39,6 +39,7 @@ def small_config(**overrides: Any) -> TFTConfig:
         "horizon": 3,
         "dropout": 0.3,
         "lstm_layers": 2,
+        "output": "direct",  # a zero-initialised baseline head would leave upstream gradients 0
     }
     kwargs.update(overrides)
     return TFTConfig(**kwargs)

@@ -20,7 +20,7 @@ def small_config(**overrides: object) -> TFTConfig:
     kwargs: dict[str, object] = {
         "num_static": 3, "static_cardinalities": (4, 2), "num_past": 6, "num_future": 2,
         "hidden_size": 16, "variable_hidden_size": 4, "attention_heads": 4, "lookback": 7,
-        "horizon": 3,
+        "horizon": 3, "output": "direct",
     }  # fmt: skip
     return TFTConfig(**{**kwargs, **overrides})  # type: ignore[arg-type]
 
@@ -88,3 +88,10 @@ def test_inverse_scale_loss_is_the_loss_of_standardized_forecasts() -> None:
     weighted = quantile_loss(pred, target, (0.2, 0.8), scale)
     standardized = quantile_loss(pred / scale[..., None], target / scale, (0.2, 0.8))
     assert weighted == pytest.approx(float(standardized), rel=1e-6)
+
+
+def test_the_default_is_the_baseline_form_and_old_runs_load_as_direct() -> None:
+    fields = small_config().to_dict()
+    del fields["output"]
+    assert TFTConfig(**fields).output == "baseline"  # what `foxhunt train` trains by default
+    assert TFTConfig.from_dict(fields).output == "direct"  # a config.json from before the field

@@ -57,7 +57,7 @@ def register(sub: Any) -> None:
     m.add_argument("--quantiles", type=float_tuple, default=(0.1, 0.5, 0.9))
     m.add_argument(
         "--output",
-        default="direct",
+        default="baseline",
         choices=["direct", "baseline"],
         help="direct: the head predicts the quantiles; baseline: a correction to a rolling "
         "volatility baseline's Gaussian quantiles, which the untrained model forecasts exactly",
@@ -115,8 +115,10 @@ def register(sub: Any) -> None:
     )
     t.add_argument(
         "--validate-initial",
-        action="store_true",
-        help="score validation before the first epoch; the initial weights may stay the best",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="score validation before the first epoch; the initial weights (with --output "
+        "baseline: the baseline) may stay the best",
     )
     r = p.add_argument_group("run folder, checkpoints and memory")
     r.add_argument(

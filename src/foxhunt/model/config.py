@@ -61,13 +61,15 @@ class TFTConfig:
     """Dropout rate on the input of every gating layer, in [0, 1)."""
     lstm_layers: int = 1
     """Stacked LSTM layers in the encoder and in the decoder (>= 1)."""
-    output: str = "direct"
-    """What the output head predicts. "direct": the quantiles themselves (eq. 23).
-    "baseline": a correction, in standardized units, to the Gaussian quantiles of a rolling
+    output: str = "baseline"
+    """What the output head predicts. "baseline" (the default since it won on validation,
+    docs/forecasting.md): a correction, in standardized units, to the Gaussian quantiles of a rolling
     volatility baseline: quantiles = batch.scale * (z_q + correction), where batch.scale [B, H]
     is the baseline's standard deviation of each target (data/volatility.py) and z_q the
     standard normal quantiles; the head starts at zero, so the untrained model forecasts
-    exactly the baseline (model/baseline_head.py). Batches must then carry ``scale``."""
+    exactly the baseline (model/baseline_head.py). Batches must then carry ``scale``.
+    "direct": the quantiles themselves (eq. 23 of the paper; runs saved before this field
+    existed load as "direct")."""
     learn_spread: bool = False
     """With output="baseline": also learn a factor exp(a) per horizon step and quantile on
     z_q (a starts at 0), i.e. how much wider or narrower than Gaussian each quantile is."""
@@ -163,7 +165,7 @@ class TFTConfig:
     def from_dict(cls, d: dict[str, Any]) -> TFTConfig:
         """Inverse of ``to_dict``; unknown keys raise ConfigError naming them."""
         check_known_fields(cls, d, "TFTConfig")
-        kwargs = dict(d)
+        kwargs = {"output": "direct", **d}  # saved before the field existed: direct
         for key in ("static_cardinalities", "quantiles"):
             if isinstance(kwargs.get(key), list):
                 kwargs[key] = tuple(kwargs[key])

@@ -59,7 +59,7 @@ class TrainingConfig:
     max_nonfinite_steps: int = 5
     num_workers: int = 0
     loss_weighting: str = "none"
-    validate_initial: bool = False
+    validate_initial: bool = True
 
     def __post_init__(self) -> None:
         positive = ("epochs", "batch_size", "eval_batch_size", "max_nonfinite_steps")

@@ -209,6 +209,10 @@ def train(
     config = replace(config, model=model_config)
     model = TemporalFusionTransformer(model_config)
     qat = run_qat_config(output_dir, options.qat, resume=options.resume)
+    if qat is not None and config.training.validate_initial:
+        # untrained QAT weights have observed no activation: no export could be made of them
+        log.info("QAT: the untrained weights are not a candidate for the best epoch")
+        config = replace(config, training=replace(config.training, validate_initial=False))
     if qat is not None:  # composes with the checkpointing the constructor applied; DDP wraps last
         prepare_qat(model, qat)
     for transform in model_transforms:
