@@ -38,9 +38,8 @@ from foxhunt.run import (
     versions,
 )
 from foxhunt.storage import atomic_write_json
-from foxhunt.storage.base import CheckpointError
 from foxhunt.storage.remote import open_storage
-from foxhunt.training.checkpoint import Checkpointer
+from foxhunt.training.checkpoint import Checkpointer, resume_point
 from foxhunt.training.comparison import (
     FORECASTS_FILE,
     all_baselines,
@@ -56,6 +55,7 @@ from foxhunt.training.distributed import (
     main_decides,
     peer_failures,
 )
+from foxhunt.training.guards import check_early_stopping, check_fits_in_memory
 from foxhunt.training.inference import sequential_batches
 from foxhunt.training.metrics import (
     forecast_metrics,
@@ -142,6 +142,8 @@ class JobOptions:
     leak_threshold_mb: float = 500.0
     qat: QATConfig | None = None  # quantization-aware training (foxhunt.quant); None = FP32
     memory_budget: float | str | None = None  # bytes or "auto" (memory/oom.py); None = no plan
+    resume_from: int | None = None  # optimizer step of the checkpoint to resume; None = last
+    identity: dict[str, Any] | None = None  # identity.py: checkpoints belong to this run
 
 
 class HistoryWriter:
@@ -163,11 +165,14 @@ def load_saved_preprocessor(output_dir: Path) -> Preprocessor:
     return Preprocessor.load(path)
 
 
-def resume_point(checkpointer: Checkpointer) -> str:
-    name = checkpointer.latest()
-    if name is None:
-        raise CheckpointError("no complete checkpoint found to resume from")
-    return name
+def checkpoint_location(output_dir: Path, options: JobOptions) -> str:
+    """RUN_DIR/checkpoints, or a shared --checkpoint-storage's subfolder for this run id, so
+    that two runs sharing it never prune or resume each other's checkpoints."""
+    if options.checkpoint_storage is None:
+        return str(output_dir / "checkpoints")
+    run_id = (options.identity or {}).get("run_id")
+    base = options.checkpoint_storage.rstrip("/")
+    return f"{base}/{run_id}" if run_id else base
 
 
 def train(
@@ -194,6 +199,8 @@ def train(
     data = prepare_data(config.data, preprocessor=preprocessor)
     model_config = fit_model_config(config.model, data)
     config = replace(config, model=model_config)
+    check_fits_in_memory(model_config)  # before a 10**7 hidden size allocates anything
+    check_early_stopping(config.training, data)
     model = TemporalFusionTransformer(model_config)
     qat = run_qat_config(output_dir, options.qat, resume=options.resume)
     if qat is not None:  # composes with the checkpointing the constructor applied; DDP wraps last
@@ -216,13 +223,13 @@ def train(
             (output_dir / HISTORY_FILE).unlink(missing_ok=True)
         save_run_config(output_dir, config, data.preprocessor)
         save_qat_config(output_dir, qat)  # marks a QAT run: load_run re-applies prepare_qat
-    storage = open_storage(options.checkpoint_storage or str(output_dir / "checkpoints"))
+    storage = open_storage(checkpoint_location(output_dir, options))
     checkpointer = Checkpointer(
         storage,
         config=config.to_dict(),
         every_steps=options.checkpoint_every,
         keep_last=options.keep_checkpoints,
-        metadata={"versions": versions()},
+        metadata={"versions": versions(), "identity": options.identity},
     )
     trainer = Trainer(
         model,
@@ -246,7 +253,8 @@ def train(
         if options.resume:
             # every rank reads the checkpoint rank 0 names; the barrier keeps rank 0 from
             # writing (and pruning) checkpoints before every rank has finished reading
-            checkpointer.restore(trainer, main_decides(ctx, lambda: resume_point(checkpointer)))
+            name = main_decides(ctx, lambda: resume_point(checkpointer, options.resume_from))
+            checkpointer.restore(trainer, name)
             barrier()
         if checkpointed and ctx.is_main:  # measured, not assumed: first batch, with and without
             with observers_paused(model):  # QAT: measuring must not move the observers
