@@ -12,7 +12,7 @@ from typing import Any
 from foxhunt.cli.common import add_data_file_arguments, csv_tuple, float_tuple
 from foxhunt.data import DataConfig
 from foxhunt.errors import ConfigError
-from foxhunt.identity import check_same_data, new_identity, read_identity, write_identity
+from foxhunt.identity import check_same_data, new_identity, read_identity
 from foxhunt.input_path import check_readable_file
 from foxhunt.memory.oom import parse_budget
 from foxhunt.model.config import TFTConfig
@@ -262,11 +262,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_identity(workdir: Path, config: RunConfig, args: argparse.Namespace) -> dict[str, Any]:
-    """The run's identity.json: read back (and the data checked) on --resume, else new."""
+    """The run's identity: read back from identity.json (and the data checked) on --resume,
+    else new."""
     identity = read_identity(workdir) if args.resume is not None else None
     if identity is not None:
         check_same_data(identity, args.data_file)
         return identity
-    identity = new_identity(config.to_dict(), args.data_file)
-    write_identity(workdir, identity)
-    return identity
+    return new_identity(config.to_dict(), args.data_file)  # the job writes it with config.json

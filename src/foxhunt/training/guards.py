@@ -3,41 +3,9 @@ is refused with a line that says why, instead of an out-of-memory kill or a sile
 
 from __future__ import annotations
 
-import psutil
-import torch
-
 from foxhunt.data import PreparedData
 from foxhunt.errors import ConfigError
-from foxhunt.model.config import TFTConfig
-from foxhunt.model.tft import TemporalFusionTransformer
 from foxhunt.training.config import TrainingConfig
-
-# fp32 weights, gradients and AdamW's two moments; activations come on top
-TRAIN_BYTES_PER_PARAMETER = 16
-LOAD_BYTES_PER_PARAMETER = 4
-
-
-def parameter_count(config: TFTConfig) -> int:
-    """Exact, without allocating: the model is built on the meta device."""
-    with torch.device("meta"):
-        model = TemporalFusionTransformer(config)
-    return sum(p.numel() for p in model.parameters())
-
-
-def check_fits_in_memory(
-    config: TFTConfig, *, per_parameter: int = TRAIN_BYTES_PER_PARAMETER, what: str = "training"
-) -> int:
-    """Refuse a model whose parameters alone exceed the available RAM; returns the count."""
-    params = parameter_count(config)
-    need = params * per_parameter
-    available = psutil.virtual_memory().available
-    if need > available:
-        raise ConfigError(
-            f"model.hidden_size={config.hidden_size} gives {params:,} parameters: {what} needs "
-            f"at least {need / 2**30:,.1f} GiB, {available / 2**30:,.1f} GiB is available; "
-            "use a smaller --hidden-size / --variable-hidden-size"
-        )
-    return params
 
 
 def check_early_stopping(training: TrainingConfig, data: PreparedData) -> None:

@@ -16,12 +16,14 @@ from torch import nn
 from foxhunt.baselines import fit_baselines
 from foxhunt.data import PreparedData, Preprocessor, WindowDataset, prepare_data
 from foxhunt.errors import FoxhuntError
+from foxhunt.identity import write_identity
 from foxhunt.memory import MemoryProfiler
 from foxhunt.memory.oom import REPLAN_FRACTION, budget_bytes, fit_with_oom_guard
 from foxhunt.memory.plan import plan_trainer
 from foxhunt.memory.startup import report_checkpointing
 from foxhunt.model.checkpointing import checkpointed_segments
 from foxhunt.model.config import TFTConfig
+from foxhunt.model.size import check_fits_in_memory
 from foxhunt.model.tft import TemporalFusionTransformer
 from foxhunt.quant import QATConfig, prepare_qat
 from foxhunt.quant.export import run_qat_config, save_qat_config
@@ -37,6 +39,7 @@ from foxhunt.run import (
     save_run_config,
     versions,
 )
+from foxhunt.run_checks import read_preprocessor
 from foxhunt.storage import atomic_write_json
 from foxhunt.storage.remote import open_storage
 from foxhunt.training.checkpoint import Checkpointer, resume_point
@@ -55,7 +58,7 @@ from foxhunt.training.distributed import (
     main_decides,
     peer_failures,
 )
-from foxhunt.training.guards import check_early_stopping, check_fits_in_memory
+from foxhunt.training.guards import check_early_stopping
 from foxhunt.training.inference import sequential_batches
 from foxhunt.training.metrics import (
     forecast_metrics,
@@ -158,11 +161,11 @@ class HistoryWriter:
 
 def load_saved_preprocessor(output_dir: Path) -> Preprocessor:
     path = output_dir / PREPROCESSOR_FILE
-    if not path.is_file():
+    if not path.exists():
         raise FoxhuntError(
             f"--resume {output_dir}: {path} not found; is it the --output-dir of an earlier run?"
         )
-    return Preprocessor.load(path)
+    return read_preprocessor(path)  # the checks of load_run; the window is compared later
 
 
 def checkpoint_location(output_dir: Path, options: JobOptions) -> str:
@@ -222,6 +225,8 @@ def train(
         if not options.resume:
             (output_dir / HISTORY_FILE).unlink(missing_ok=True)
         save_run_config(output_dir, config, data.preprocessor)
+        if options.identity is not None:
+            write_identity(output_dir, options.identity)
         save_qat_config(output_dir, qat)  # marks a QAT run: load_run re-applies prepare_qat
     storage = open_storage(checkpoint_location(output_dir, options))
     checkpointer = Checkpointer(

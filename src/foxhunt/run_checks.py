@@ -1,0 +1,102 @@
+"""Every file of a run folder checked on load: one line naming the file and the field.
+
+A run folder may have been edited, half-copied or swapped with another run's files; loading
+must either rebuild exactly the saved model or refuse, never serve weights that disagree
+with their config or scales that turn every forecast into NaN.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from foxhunt.data import Preprocessor
+from foxhunt.errors import FoxhuntError
+from foxhunt.storage.bounded import read_json_bounded, regular_size
+
+CONFIG_SECTIONS = ("data", "model", "training")
+OPTIONAL_SECTIONS = ("versions",)
+HEADER_SLACK = 16 << 20  # a safetensors header and alignment, generously
+
+
+class RunFileError(FoxhuntError):
+    """A file of a run folder is damaged, inconsistent or not what it claims to be."""
+
+
+def read_config_sections(path: Path) -> dict[str, Any]:
+    """config.json's data, model and training sections; unknown sections refused."""
+    raw = read_json_bounded(path)
+    if not isinstance(raw, dict):
+        raise RunFileError(f"{path}: expected a JSON object, found {type(raw).__name__}")
+    unknown = sorted(set(raw) - {*CONFIG_SECTIONS, *OPTIONAL_SECTIONS})
+    if unknown:
+        raise RunFileError(f"{path}: unknown section(s) {unknown}; valid: {list(CONFIG_SECTIONS)}")
+    for section in CONFIG_SECTIONS:
+        if not isinstance(raw.get(section), dict):
+            raise RunFileError(f"{path}: section {section!r} is missing or not an object")
+    return {k: raw[k] for k in CONFIG_SECTIONS}
+
+
+def check_weights_file(path: Path, parameters: int) -> None:
+    """Refuse, before reading it, a weights file far larger than the config's model."""
+    size = regular_size(path)
+    bound = parameters * 8 + HEADER_SLACK  # float64 at most, plus the header
+    if size > bound:
+        raise RunFileError(
+            f"{path} is {size:,} bytes but config.json's model has {parameters:,} parameters "
+            f"(at most {bound:,} bytes); the weights belong to another model"
+        )
+
+
+def check_state(path: Path, state: dict[str, torch.Tensor], model: nn.Module) -> None:
+    """Names, shapes and finiteness of saved tensors against the model config.json builds."""
+    expected = model.state_dict()
+    for name, tensor in state.items():
+        want = expected.get(name)
+        if want is None:
+            continue  # load_state_dict reports unexpected names with the missing ones
+        if tuple(tensor.shape) != tuple(want.shape):
+            raise RunFileError(
+                f"{path}: tensor {name} has shape {tuple(tensor.shape)}, config.json's model "
+                f"needs {tuple(want.shape)}; weights and config.json come from different runs"
+            )
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise RunFileError(f"{path}: tensor {name} holds NaN or inf; the run is unusable")
+
+
+def read_preprocessor(
+    path: Path, *, lookback: int | None = None, horizon: int | None = None
+) -> Preprocessor:
+    """preprocessor.json, with finite statistics, scales > 0 and (if given) the config's
+    window."""
+    state = read_json_bounded(path)
+    if not isinstance(state, dict):
+        raise RunFileError(f"{path}: expected a JSON object")
+    try:
+        pre = Preprocessor.from_state_dict(state)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise RunFileError(f"{path}: field {exc} is missing or has the wrong type") from None
+    scaler = pre.scaler
+    mean, std = np.asarray(scaler.mean), np.asarray(scaler.std)
+    if mean.shape != (len(scaler.names),) or std.shape != mean.shape:
+        raise RunFileError(f"{path}: scaler.mean/std must hold one number per name")
+    if not (np.isfinite(mean).all() and np.isfinite(std).all() and (std > 0).all()):
+        raise RunFileError(f"{path}: scaler.mean must be finite and scaler.std finite and > 0")
+    scale = pre.target_scaler.scale
+    if not (math.isfinite(scale) and scale > 0):
+        raise RunFileError(f"{path}: target_scaler.scale must be finite and > 0, got {scale}")
+    if lookback is not None and (pre.lookback, pre.horizon) != (lookback, horizon):
+        raise RunFileError(
+            f"{path}: lookback/horizon {pre.lookback}/{pre.horizon} differ from config.json's "
+            f"{lookback}/{horizon}; the files come from different runs"
+        )
+    if pre.bar_spacing_ns <= 0 or (pre.max_gap_ns is not None and pre.max_gap_ns <= 0):
+        raise RunFileError(f"{path}: bar_spacing_ns and max_gap_ns must be > 0")
+    if not pre.symbols.categories:
+        raise RunFileError(f"{path}: symbols.categories is empty")
+    return pre
