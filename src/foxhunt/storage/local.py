@@ -80,7 +80,10 @@ class LocalStorage:
             path = folder / file
             if not os.path.lexists(path):
                 continue  # verify names the missing file
-            size = os.lstat(path).st_size  # stat before reading: nothing larger is read
+            info = os.lstat(path)  # stat before reading: nothing larger is read
+            if not stat.S_ISREG(info.st_mode):
+                raise CheckpointError(f"{path} is not a regular file (a link, folder or device)")
+            size = info.st_size
             if size != meta["bytes"]:
                 raise CheckpointError(
                     f"{path} is truncated or altered ({size:,} of {meta['bytes']:,} bytes); "

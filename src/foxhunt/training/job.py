@@ -58,6 +58,7 @@ from foxhunt.training.distributed import (
     main_decides,
     peer_failures,
 )
+from foxhunt.training.finite import check_finite_forecasts
 from foxhunt.training.guards import check_early_stopping
 from foxhunt.training.inference import sequential_batches
 from foxhunt.training.metrics import (
@@ -294,6 +295,7 @@ def train(
     }
     atomic_write_json(output_dir / BASELINE_FILE, baseline_state)
     pred, target = trainer.predict(data.test)
+    check_finite_forecasts(pred, "test")  # a NaN model is never saved
     pred, target = pred * scale, target * scale
     metrics = score(pred, target, historical, model_config.quantiles, vol=vol)
     everyone = all_baselines(historical, pred.shape, vol)

@@ -23,7 +23,7 @@ from foxhunt.model.loss import quantile_loss
 from foxhunt.training import precision
 from foxhunt.training.config import TrainingConfig, resolve_device
 from foxhunt.training.distributed import all_reduce_sum, rank_step_seed, wrap_ddp
-from foxhunt.training.finite import check_finite_weights
+from foxhunt.training.finite import check_finite_validation, check_finite_weights
 from foxhunt.training.inference import make_loader, predict_windows
 from foxhunt.training.sampler import EpochBatchSampler
 
@@ -251,6 +251,7 @@ class Trainer:
             self._notify("on_epoch_start")
             train_loss = self.train_epoch()
             val_loss = self.evaluate(self.val_set)
+            check_finite_validation(val_loss, len(self.val_set), state.epoch)  # type: ignore[arg-type]
             record = {"epoch": state.epoch, "train_loss": train_loss, "val_loss": val_loss}
             self._track_best(val_loss)
             state.history.append(record)
