@@ -5,7 +5,8 @@
         folder.commit()              # old aside, new in place, old removed
 
 One writer per folder: an exclusive `flock` on the sibling `.NAME.lock` (the OS releases it
-when its process dies, so a crashed run never leaves a stale lock). A run that replaces
+when its process dies, so a crashed run never leaves a stale lock; a clean exit removes the
+file). A run that replaces
 another (`--overwrite`) is written beside it and swapped in by two renames once complete: a
 failure or a kill before `commit` leaves the old run exactly as it was.
 """
@@ -57,18 +58,18 @@ def foreign_entries(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name not in OWNED_ENTRIES)
 
 
-def check_output_path(folder: Path) -> None:
+def check_output_path(folder: Path, flag: str = "--output-dir") -> None:
     """Refuse, before anything is written, an output folder that cannot be one."""
     if folder.is_symlink() and not folder.exists():
-        raise ConfigError(f"--output-dir {folder} is a dangling symbolic link")
+        raise ConfigError(f"{flag} {folder} is a dangling symbolic link")
     if folder.exists() and not folder.is_dir():
-        raise ConfigError(f"--output-dir {folder} is a file, not a folder; choose another path")
+        raise ConfigError(f"{flag} {folder} is a file, not a folder; choose another path")
     parent = first_existing(folder.parent)
     if not parent.is_dir():
-        raise ConfigError(f"--output-dir {folder}: {parent} is a file, not a folder")
+        raise ConfigError(f"{flag} {folder}: {parent} is a file, not a folder")
     target = folder if folder.exists() else parent
     if not os.access(target, os.W_OK | os.X_OK):
-        raise ConfigError(f"--output-dir {folder}: {target} is not writable")
+        raise ConfigError(f"{flag} {folder}: {target} is not writable")
 
 
 def first_existing(path: Path) -> Path:
@@ -111,25 +112,33 @@ class RunFolder:
         self._unlock()
 
     def _lock(self) -> None:
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+        for _ in range(10):  # another process may unlink the file between our open and flock
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+                os.close(fd)
+                if exc.errno in (errno.EAGAIN, errno.EACCES):
+                    raise ConfigError(
+                        f"{self.final} is being written by another foxhunt process (pid "
+                        f"{holder}); wait for it to finish or choose another --output-dir"
+                    ) from None
+                raise
+            if same_file(fd, self.lock_path):  # still the file others will open: ours
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+                self._lock_fd = fd
+                return
             os.close(fd)
-            if exc.errno in (errno.EAGAIN, errno.EACCES):
-                raise ConfigError(
-                    f"{self.final} is being written by another foxhunt process (pid {holder}); "
-                    "wait for it to finish or choose another --output-dir"
-                ) from None
-            raise
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self._lock_fd = fd
+        raise ConfigError(f"{self.lock_path}: could not take the lock (it keeps changing)")
 
     def _unlock(self) -> None:
         if self._lock_fd is not None:
-            os.close(self._lock_fd)  # releases the flock; the file stays (harmless, reused)
+            # unlink while holding the lock: a process that opened the old file sees a
+            # different inode after its flock and retries (see _lock); no lock file is left
+            self.lock_path.unlink(missing_ok=True)
+            os.close(self._lock_fd)
             self._lock_fd = None
 
     def _choose_workdir(self) -> None:
@@ -182,3 +191,10 @@ class RunFolder:
         shutil.rmtree(old, ignore_errors=True)
         self.workdir = self.final
         return self.final
+
+
+def same_file(fd: int, path: Path) -> bool:
+    try:
+        return os.path.samestat(os.fstat(fd), os.stat(path))
+    except FileNotFoundError:
+        return False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,30 @@ def test_a_diverging_run_exits_2_and_saves_no_final_weights(
 ) -> None:
     refused(train_on(bars_file, tmp_path / "run", "--lr", "1e30", "--grad-clip", "0"), "diverged")
     assert not (tmp_path / "run" / "model.safetensors").exists()
+
+
+def test_an_output_file_that_is_a_fifo_is_not_replaced(finished: Path, bars_file: Path) -> None:
+    fifo = finished.parent / "out.csv"
+    os.mkfifo(fifo)  # /dev/full was once silently replaced by a regular file this way
+    refused(["predict", finished, "--parquet-file", bars_file, "--output", fifo], "FIFO")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_checkpoint_storage_that_is_a_file(tmp_path: Path, bars_file: Path) -> None:
+    (tmp_path / "f").write_text("mine")
+    args = train_on(bars_file, tmp_path / "run", "--checkpoint-storage", str(tmp_path / "f"))
+    refused(args, "--checkpoint-storage", "is a file")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    "args", [["--lookback", "100000"], ["--hidden-size", "100000"], ["--batch-size", "10000000"]]
+)
+def test_bench_memory_refuses_what_cannot_fit(args: list[str]) -> None:
+    refused(["bench-memory", *args, "--no-time", "--no-peak"], "GiB")
+
+
+def test_a_finished_run_leaves_no_lock_or_staging_behind(finished: Path, bars_file: Path) -> None:
+    code, err = cli(train_on(bars_file, finished, "--overwrite"))
+    assert code == 0, err
+    assert sorted(p.name for p in finished.parent.iterdir()) == ["run"]

@@ -19,7 +19,7 @@ from foxhunt.model.config import TFTConfig
 from foxhunt.quant import QATConfig
 from foxhunt.report import write_report
 from foxhunt.run import RunConfig
-from foxhunt.run_folder import Mode, RunFolder
+from foxhunt.run_folder import Mode, RunFolder, check_output_path
 from foxhunt.training.config import TrainingConfig
 from foxhunt.training.distributed import (
     DEFAULT_TIMEOUT_S,
@@ -224,6 +224,9 @@ def run(args: argparse.Namespace) -> int:
     config = run_config_from_args(args)
     if args.data_file is not None:  # before any folder is locked, created or replaced
         check_readable_file(args.data_file)
+    storage = args.checkpoint_storage
+    if storage is not None and ("://" not in storage or storage.startswith("file://")):
+        check_output_path(Path(storage.removeprefix("file://")), "--checkpoint-storage")
     with distributed_session(args.device, args.dist_timeout) as ctx, ExitStack() as stack:
         quiet_other_ranks(ctx)
         check_world_size(config, ctx)

@@ -36,3 +36,28 @@ def check_fits_in_memory(
             "use a smaller --hidden-size / --variable-hidden-size"
         )
     return params
+
+
+def activation_bytes(config: TFTConfig, batch_size: int) -> int:
+    """A floor on one training step's saved activations: one fp32 value per variable per
+    hidden unit per time step, plus the attention weights (T x T per head). The real peak is
+    several times this; it only has to expose what cannot possibly fit."""
+    steps = config.lookback + config.horizon
+    variables = config.num_static + config.num_past + config.num_future + 1
+    per_sample = steps * config.hidden_size * variables + config.attention_heads * steps * steps
+    return 4 * batch_size * per_sample
+
+
+def check_step_fits_in_memory(config: TFTConfig, batch_size: int) -> None:
+    """Refuse a model and batch whose weights, optimizer state and activations exceed RAM
+    (an OOM kill is a hang or a lost run, not a message)."""
+    params = check_fits_in_memory(config)
+    need = params * TRAIN_BYTES_PER_PARAMETER + activation_bytes(config, batch_size)
+    available = psutil.virtual_memory().available
+    if need > available:
+        raise ConfigError(
+            f"lookback {config.lookback} + horizon {config.horizon}, hidden_size "
+            f"{config.hidden_size} and batch {batch_size} need at least {need / 2**30:,.1f} GiB "
+            f"per training step, {available / 2**30:,.1f} GiB is available; use a smaller "
+            "--batch-size, --lookback or --hidden-size"
+        )

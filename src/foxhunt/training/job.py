@@ -14,8 +14,7 @@ import torch
 from torch import nn
 
 from foxhunt.baselines import fit_baselines
-from foxhunt.data import PreparedData, Preprocessor, WindowDataset, prepare_data
-from foxhunt.errors import FoxhuntError
+from foxhunt.data import PreparedData, WindowDataset, prepare_data
 from foxhunt.identity import write_identity
 from foxhunt.memory import MemoryProfiler
 from foxhunt.memory.oom import REPLAN_FRACTION, budget_bytes, fit_with_oom_guard
@@ -23,7 +22,7 @@ from foxhunt.memory.plan import plan_trainer
 from foxhunt.memory.startup import report_checkpointing
 from foxhunt.model.checkpointing import checkpointed_segments
 from foxhunt.model.config import TFTConfig
-from foxhunt.model.size import check_fits_in_memory
+from foxhunt.model.size import check_step_fits_in_memory
 from foxhunt.model.tft import TemporalFusionTransformer
 from foxhunt.quant import QATConfig, prepare_qat
 from foxhunt.quant.export import run_qat_config, save_qat_config
@@ -32,14 +31,12 @@ from foxhunt.run import (
     BASELINE_FILE,
     HISTORY_FILE,
     METRICS_FILE,
-    PREPROCESSOR_FILE,
     RunConfig,
     append_history,
     save_run,
     save_run_config,
     versions,
 )
-from foxhunt.run_checks import read_preprocessor
 from foxhunt.storage import atomic_write_json
 from foxhunt.storage.remote import open_storage
 from foxhunt.training.checkpoint import Checkpointer, resume_point
@@ -68,6 +65,7 @@ from foxhunt.training.metrics import (
     unavailable_metrics,
 )
 from foxhunt.training.precision import autocast_dtype
+from foxhunt.training.resume import checkpoint_location, load_saved_preprocessor
 from foxhunt.training.trainer import Trainer
 
 log = logging.getLogger("foxhunt.train")
@@ -160,25 +158,6 @@ class HistoryWriter:
         append_history(self.run_dir, {"event": "epoch", **record})
 
 
-def load_saved_preprocessor(output_dir: Path) -> Preprocessor:
-    path = output_dir / PREPROCESSOR_FILE
-    if not path.exists():
-        raise FoxhuntError(
-            f"--resume {output_dir}: {path} not found; is it the --output-dir of an earlier run?"
-        )
-    return read_preprocessor(path)  # the checks of load_run; the window is compared later
-
-
-def checkpoint_location(output_dir: Path, options: JobOptions) -> str:
-    """RUN_DIR/checkpoints, or a shared --checkpoint-storage's subfolder for this run id, so
-    that two runs sharing it never prune or resume each other's checkpoints."""
-    if options.checkpoint_storage is None:
-        return str(output_dir / "checkpoints")
-    run_id = (options.identity or {}).get("run_id")
-    base = options.checkpoint_storage.rstrip("/")
-    return f"{base}/{run_id}" if run_id else base
-
-
 def train(
     config: RunConfig,
     output_dir: Path,
@@ -203,7 +182,8 @@ def train(
     data = prepare_data(config.data, preprocessor=preprocessor)
     model_config = fit_model_config(config.model, data)
     config = replace(config, model=model_config)
-    check_fits_in_memory(model_config)  # before a 10**7 hidden size allocates anything
+    # before a 10**7 hidden size or a 10**5 lookback allocates anything
+    check_step_fits_in_memory(model_config, config.training.batch_size)
     check_early_stopping(config.training, data)
     model = TemporalFusionTransformer(model_config)
     qat = run_qat_config(output_dir, options.qat, resume=options.resume)
