@@ -33,6 +33,7 @@ from foxhunt.model.size import check_fits_in_memory
 from foxhunt.model.tft import TemporalFusionTransformer
 from foxhunt.run_checks import (
     RunFileError,
+    check_round_trip,
     check_state,
     check_weights_file,
     read_config_sections,
@@ -118,11 +119,13 @@ def read_run_config(run_dir: Path) -> RunConfig:
         raise FoxhuntError(f"{path} not found: is {run_dir} a foxhunt run folder?")
     sections = read_config_sections(path)
     try:
-        return RunConfig.from_dict(sections)
+        config = RunConfig.from_dict(sections)
     except FoxhuntError as exc:
         raise RunFileError(f"{path}: {exc}") from None
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
         raise RunFileError(f"{path}: a field has the wrong type or is missing ({exc})") from None
+    check_round_trip(path, sections, config.to_dict())
+    return config
 
 
 def load_run(run_dir: Path, *, device: str | torch.device = "cpu") -> LoadedRun:

@@ -8,6 +8,7 @@ with their config or scales that turn every forecast into NaN.
 from __future__ import annotations
 
 import math
+import zoneinfo
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,32 @@ def check_state(path: Path, state: dict[str, torch.Tensor], model: nn.Module) ->
             raise RunFileError(f"{path}: tensor {name} holds NaN or inf; the run is unusable")
 
 
+def first_difference(saved: Any, rebuilt: Any, where: str = "") -> str | None:
+    """The first key path where `rebuilt` differs from `saved` (types included)."""
+    if isinstance(saved, dict) and isinstance(rebuilt, dict):
+        for key in sorted(set(saved) | set(rebuilt), key=str):
+            found = first_difference(saved.get(key), rebuilt.get(key), f"{where}.{key}")
+            if found:
+                return found
+        return None
+    if isinstance(saved, list) and isinstance(rebuilt, list) and len(saved) == len(rebuilt):
+        for i, (a, b) in enumerate(zip(saved, rebuilt, strict=True)):
+            found = first_difference(a, b, f"{where}[{i}]")
+            if found:
+                return found
+        return None
+    same_type = type(saved) is type(rebuilt) or {type(saved), type(rebuilt)} == {int, float}
+    return None if same_type and saved == rebuilt else (where.lstrip(".") or "(top level)")
+
+
+def check_round_trip(path: Path, saved: Any, rebuilt: Any) -> None:
+    """What loading made of a file must write back the same: a field that was coerced
+    (None -> "None", "5" -> 5, NaN) is a damaged field, named."""
+    field = first_difference(saved, rebuilt)
+    if field is not None:
+        raise RunFileError(f"{path}: field {field} has a wrong type or value")
+
+
 def read_preprocessor(
     path: Path, *, lookback: int | None = None, horizon: int | None = None
 ) -> Preprocessor:
@@ -79,8 +106,10 @@ def read_preprocessor(
         raise RunFileError(f"{path}: expected a JSON object")
     try:
         pre = Preprocessor.from_state_dict(state)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise RunFileError(f"{path}: field {exc} is missing or has the wrong type") from None
+        zoneinfo.ZoneInfo(pre.timezone)
+    except (KeyError, TypeError, ValueError, AttributeError, zoneinfo.ZoneInfoNotFoundError) as e:
+        raise RunFileError(f"{path}: field {e} is missing or has the wrong type") from None
+    check_round_trip(path, state, pre.state_dict())
     scaler = pre.scaler
     mean, std = np.asarray(scaler.mean), np.asarray(scaler.std)
     if mean.shape != (len(scaler.names),) or std.shape != mean.shape:

@@ -137,3 +137,30 @@ def test_no_checkpoint_names_the_folder_and_the_next_step(finished: Path, bars_f
     (finished / "checkpoints").mkdir()
     args = ["train", "--parquet-file", bars_file, *SMALL, "--epochs", "2"]
     refused([*args, "--resume", finished], str(finished / "checkpoints"), "--overwrite")
+
+
+def test_a_second_process_is_refused_naming_the_holder(finished: Path, bars_file: Path) -> None:
+    """Two real processes: the holder is another interpreter, not this test."""
+    import subprocess
+    import sys
+
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from foxhunt.run_folder import "
+            "RunFolder\nwith RunFolder(Path(sys.argv[1]), mode='resume'):\n"
+            "    print('locked', flush=True); time.sleep(60)",
+            str(finished),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        args = ["train", "--parquet-file", bars_file, *SMALL, "--output-dir", finished]
+        refused([*args, "--overwrite"], f"pid {holder.pid}")
+    finally:
+        holder.kill()
+        holder.wait()
+    train(bars_file, finished, "--overwrite")  # the OS released the dead holder's lock
