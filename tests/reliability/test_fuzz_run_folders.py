@@ -154,3 +154,28 @@ def test_mutated_tensors_and_files(copies: Any, bars_file: Path, data: st.DataOb
         target.write_bytes(bytes(blob))
     args = ["train", "--parquet-file", bars_file, *SMALL, "--epochs", "2", "--resume", run]
     assert_clean_outcome(root, args)
+
+
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_mutated_report_and_evaluate_inputs(
+    copies: Any, bars_file: Path, data: st.DataObject
+) -> None:
+    root, run = copies()
+    name = data.draw(st.sampled_from(["metrics.json", "baseline.json", "history.jsonl"]))
+    path = run / name
+    if name == "history.jsonl":
+        lines = path.read_text().splitlines()
+        record = json.loads(data.draw(st.sampled_from(lines)))
+        key = data.draw(st.sampled_from(sorted(record)))
+        record[key] = data.draw(st.sampled_from(HOSTILE))
+        extra = data.draw(st.sampled_from([json.dumps(record), "garbage", "[1]", ""]))
+        path.write_text("\n".join([*lines, extra]) + "\n")
+    else:
+        doc = json.loads(path.read_text())
+        set_path(doc, data.draw(st.sampled_from(leaves(doc))), data.draw(st.sampled_from(HOSTILE)))
+        path.write_text(json.dumps(doc))
+    command = ["report", run] if name != "baseline.json" else ["evaluate", run]
+    assert_clean_outcome(root, [*command, "--parquet-file", bars_file])
