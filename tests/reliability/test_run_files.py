@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from safetensors.torch import load_file, save_file
@@ -135,3 +136,23 @@ def test_the_untouched_run_still_loads(finished: Path, bars_file: Path) -> None:
     before = snapshot(finished)
     assert cli(predict(finished, bars_file))[0] == 0
     assert snapshot(finished) == before
+
+
+@pytest.mark.parametrize(
+    ("file", "change", "says"),
+    [
+        ("config.json", {"model": {"hidden_size": 10**7}}, "GiB"),
+        ("config.json", {"bogus": {}}, "bogus"),
+        ("preprocessor.json", {"target_scaler": {"scale": 0.0}}, "target_scaler.scale"),
+    ],
+)
+def test_an_int8_export_is_checked_like_a_run(
+    finished: Path, bars_file: Path, file: str, change: dict[str, Any], says: str
+) -> None:
+    assert cli(["export", finished, "--dynamic"])[0] == 0
+    export = finished / "int8-dynamic"
+    doc = json.loads((export / file).read_text())
+    for key, value in change.items():
+        doc[key] = {**doc[key], **value} if isinstance(doc.get(key), dict) else value
+    (export / file).write_text(json.dumps(doc))
+    refused(predict(export, bars_file), file, says)

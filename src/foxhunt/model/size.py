@@ -33,7 +33,11 @@ def check_fits_in_memory(
         raise ConfigError(
             f"model.hidden_size={config.hidden_size} gives {params:,} parameters: {what} needs "
             f"at least {need / 2**30:,.1f} GiB, {available / 2**30:,.1f} GiB is available; "
-            "use a smaller --hidden-size / --variable-hidden-size"
+            + (
+                "use a smaller --hidden-size / --variable-hidden-size"
+                if what == "training"
+                else "config.json asks for it: a damaged file, or a run for a larger machine"
+            )
         )
     return params
 
