@@ -17,3 +17,7 @@ class DataError(FoxhuntError, ValueError):
 
 class ConfigError(FoxhuntError, ValueError):
     """A configuration value is out of range or inconsistent."""
+
+
+class UsageError(FoxhuntError):
+    """A command line argparse refused (unknown flag, bad number)."""

@@ -29,8 +29,18 @@ from safetensors.torch import save as save_safetensors
 from foxhunt.data import DataConfig, Preprocessor
 from foxhunt.errors import FoxhuntError
 from foxhunt.model.config import TFTConfig
+from foxhunt.model.size import check_fits_in_memory
 from foxhunt.model.tft import TemporalFusionTransformer
+from foxhunt.run_checks import (
+    RunFileError,
+    check_round_trip,
+    check_state,
+    check_weights_file,
+    read_config_sections,
+    read_preprocessor,
+)
 from foxhunt.storage import atomic_write_bytes, atomic_write_json
+from foxhunt.storage.bounded import read_json_bounded
 from foxhunt.training.config import TrainingConfig
 
 CONFIG_FILE = "config.json"
@@ -98,12 +108,24 @@ class LoadedRun:
 
 
 def read_json(path: Path) -> Any:
-    if not path.is_file():
+    if not path.exists():
         raise FoxhuntError(f"{path} not found: is {path.parent} a foxhunt run folder?")
+    return read_json_bounded(path)  # size-checked before parsing; names a damaged file
+
+
+def read_run_config(run_dir: Path) -> RunConfig:
+    path = run_dir / CONFIG_FILE
+    if not path.exists():
+        raise FoxhuntError(f"{path} not found: is {run_dir} a foxhunt run folder?")
+    sections = read_config_sections(path)
     try:
-        return json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise FoxhuntError(f"{path} is not valid JSON ({exc}); the run folder is damaged") from exc
+        config = RunConfig.from_dict(sections)
+    except FoxhuntError as exc:
+        raise RunFileError(f"{path}: {exc}") from None
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise RunFileError(f"{path}: a field has the wrong type or is missing ({exc})") from None
+    check_round_trip(path, sections, config.to_dict())
+    return config
 
 
 def load_run(run_dir: Path, *, device: str | torch.device = "cpu") -> LoadedRun:
@@ -117,12 +139,14 @@ def load_run(run_dir: Path, *, device: str | torch.device = "cpu") -> LoadedRun:
         raise FoxhuntError(f"run folder {run_dir} does not exist; pass the --output-dir of a run")
     if is_export(run_dir):  # an int8 export (foxhunt export): same folder contract
         return load_export(run_dir, device=device)
-    saved = read_json(run_dir / CONFIG_FILE)
-    saved.pop("versions", None)
-    config = RunConfig.from_dict(saved)
+    config = read_run_config(run_dir)
     weights_path = run_dir / WEIGHTS_FILE
-    if not weights_path.is_file():
+    if not weights_path.exists():
         raise FoxhuntError(f"{weights_path} not found: the run did not finish saving its weights")
+    # the config is checked against the RAM before the model is built, and the file's size
+    # against the model before it is read
+    params = check_fits_in_memory(config.model, per_parameter=4, what="loading the model")
+    check_weights_file(weights_path, params)
     try:
         state = load_safetensors(weights_path.read_bytes())
     except (SafetensorError, ValueError) as exc:
@@ -131,13 +155,16 @@ def load_run(run_dir: Path, *, device: str | torch.device = "cpu") -> LoadedRun:
     qat = read_qat_config(run_dir)
     if qat is not None:  # a QAT run saved its fake-quant state: load it into the same transform
         prepare_qat(model, qat)
+    check_state(weights_path, state, model)
     missing, unexpected = model.load_state_dict(state, strict=False)
     if missing or unexpected:
         raise FoxhuntError(
             f"{weights_path} does not match config.json (missing {missing[:3]}, "
             f"unexpected {unexpected[:3]})"
         )
-    preprocessor = Preprocessor.load(run_dir / PREPROCESSOR_FILE)
+    preprocessor = read_preprocessor(
+        run_dir / PREPROCESSOR_FILE, lookback=config.model.lookback, horizon=config.model.horizon
+    )
     return LoadedRun(config=config, model=model.to(device).eval(), preprocessor=preprocessor)
 
 

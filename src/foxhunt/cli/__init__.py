@@ -7,8 +7,20 @@ import logging
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import NoReturn
 
-from foxhunt.errors import FoxhuntError
+from foxhunt.cli.bounds import apply_bounds
+from foxhunt.errors import FoxhuntError, UsageError
+
+log = logging.getLogger("foxhunt")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose errors are one line through `main` (subparsers inherit the class)."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.removeprefix("foxhunt").strip()
+        raise UsageError(f"{command}: {message}" if command else message)
 
 
 def subcommands() -> list[ModuleType]:
@@ -18,7 +30,7 @@ def subcommands() -> list[ModuleType]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="foxhunt",
         description="Temporal Fusion Transformers for futures bars.",
     )
@@ -28,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in subcommands():
         module.register(sub)
+    apply_bounds(parser)
     return parser
 
 
@@ -43,17 +56,38 @@ def configure_logging(level: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as exc:
+        return fail(exc, exc.exit_code)
     configure_logging(args.log_level)
     try:
         return int(args.run(args))
     except FoxhuntError as exc:
-        print(f"foxhunt: error: {exc}", file=sys.stderr)
-        return exc.exit_code
+        return fail(exc, exc.exit_code)
     except KeyboardInterrupt:
         print("foxhunt: interrupted", file=sys.stderr)
         return 130
+    except MemoryError:
+        return fail("out of memory; use smaller sizes (--hidden-size, --batch-size)", 2)
+    except OSError as exc:  # the environment (disk full, permissions), not a bug
+        where = f": {exc.filename}" if exc.filename else ""
+        return fail(f"{exc.strerror or exc}{where}", 2)
+    except Exception as exc:  # a bug: one line, the traceback only at DEBUG
+        log.debug("internal error", exc_info=True)
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        print(
+            f"foxhunt: internal error: {type(exc).__name__}: {first} (a bug; rerun with "
+            "--log-level DEBUG for the traceback and report it)",
+            file=sys.stderr,
+        )
+        return 1
+
+
+def fail(message: object, code: int) -> int:
+    text = " ".join(str(message).split())  # one line, whatever the message holds
+    print(f"foxhunt: error: {text}", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from foxhunt.memory.accuracy import check_predictions, format_checks
 from foxhunt.memory.bench import PRESETS, default_modes, run_benchmark, with_overrides
 from foxhunt.memory.table import format_table
 from foxhunt.model.checkpointing import resolve_policy
+from foxhunt.model.size import check_step_fits_in_memory
 
 log = logging.getLogger("foxhunt.memory")
 
@@ -91,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
     for mode in modes:  # fail on a typo before minutes of measuring
         if mode not in ("none", "full"):
             resolve_policy(mode.split("+"))
+    check_step_fits_in_memory(cfg, args.batch_size or preset.batch_size)  # not an OOM kill
     device = resolve_device(args.device)
     if args.memory_limit_gb is not None and device.type != "cuda":
         log.warning(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -17,11 +18,14 @@ def csv_tuple(text: str) -> tuple[str, ...]:
 
 def float_tuple(text: str) -> tuple[float, ...]:
     try:
-        return tuple(float(part) for part in csv_tuple(text))
+        values = tuple(float(part) for part in csv_tuple(text))
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"expected comma-separated numbers, got {text!r}"
         ) from None
+    if not all(math.isfinite(v) for v in values):
+        raise argparse.ArgumentTypeError(f"expected finite numbers, got {text!r}")
+    return values
 
 
 def add_data_file_arguments(parser: argparse.ArgumentParser, *, required: bool) -> None:

@@ -12,7 +12,8 @@ import numpy as np
 
 from foxhunt.baselines import FittedBaselines
 from foxhunt.cli.common import add_data_file_arguments, read_frame
-from foxhunt.run import BASELINE_FILE, load_run, read_json
+from foxhunt.run import BASELINE_FILE, load_run
+from foxhunt.run_checks import RunFileError, read_baseline_state
 from foxhunt.storage import atomic_write_json
 from foxhunt.training.comparison import (
     all_baselines,
@@ -52,14 +53,20 @@ def run(args: argparse.Namespace) -> int:
     assert target is not None
     scale = loaded.preprocessor.target_scale * BASIS_POINTS
     pred, target = pred * scale, target * scale
-    saved = read_json(args.run_dir / BASELINE_FILE)
-    historical = np.asarray(saved["historical_quantiles"])
     quantiles = loaded.config.model.quantiles
+    saved = read_baseline_state(
+        args.run_dir / BASELINE_FILE, horizon=loaded.config.model.horizon, quantiles=len(quantiles)
+    )
+    historical = np.asarray(saved["historical_quantiles"])
     vol = None
     if "volatility" in saved:  # fitted on the run's train span; filtered over this file
-        fitted = FittedBaselines.from_state_dict(saved["volatility"])
         bars = bar_returns(dataset, loaded.preprocessor, train_end=None)
-        vol = vol_baselines(fitted, bars, dataset, quantiles)
+        try:  # the saved state's shapes and types only show when it is used: name the file
+            fitted = FittedBaselines.from_state_dict(saved["volatility"])
+            vol = vol_baselines(fitted, bars, dataset, quantiles)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
+            where = args.run_dir / BASELINE_FILE
+            raise RunFileError(f"{where}: volatility is damaged ({exc!r})") from None
     else:
         log.warning(
             "%s predates the volatility baselines; retrain to compare with them", BASELINE_FILE

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
-import shutil
+from contextlib import ExitStack
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -12,11 +12,14 @@ from typing import Any
 from foxhunt.cli.common import add_data_file_arguments, csv_tuple, float_tuple
 from foxhunt.data import DataConfig
 from foxhunt.errors import ConfigError
+from foxhunt.identity import check_same_data, new_identity, read_identity
+from foxhunt.input_path import check_readable_file
 from foxhunt.memory.oom import parse_budget
 from foxhunt.model.config import TFTConfig
 from foxhunt.quant import QATConfig
 from foxhunt.report import write_report
 from foxhunt.run import RunConfig
+from foxhunt.run_folder import Mode, RunFolder, check_output_path
 from foxhunt.training.config import TrainingConfig
 from foxhunt.training.distributed import (
     DEFAULT_TIMEOUT_S,
@@ -131,7 +134,19 @@ def register(sub: Any) -> None:
         metavar="DIR",
         help="continue the run in DIR exactly where its last checkpoint left off",
     )
-    r.add_argument("--overwrite", action="store_true", help="replace an existing run in the folder")
+    r.add_argument(
+        "--resume-from",
+        type=int,
+        default=None,
+        metavar="STEP",
+        help="with --resume: continue from the checkpoint of optimizer step STEP (default: last)",
+    )
+    r.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the run in the folder (the new run is written beside it and swapped in "
+        "once complete)",
+    )
     r.add_argument(
         "--checkpoint-every", type=int, default=None, help="also checkpoint every N steps"
     )
@@ -222,15 +237,15 @@ def output_dir(args: argparse.Namespace) -> Path:
         if args.output_dir is not None and args.output_dir != args.resume:
             raise ConfigError("--resume DIR continues the run in DIR; drop --output-dir")
         return Path(args.resume)
-    folder = args.output_dir or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
-    if (folder / "checkpoints").is_dir() and any((folder / "checkpoints").iterdir()):
-        if not args.overwrite:
-            raise ConfigError(
-                f"{folder} already holds a run; pass --resume {folder} to continue it, "
-                "--overwrite to replace it, or another --output-dir"
-            )
-        shutil.rmtree(folder / "checkpoints")
-    return folder
+    if args.resume_from is not None:
+        raise ConfigError("--resume-from STEP needs --resume DIR (the run to continue)")
+    return args.output_dir or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
+
+
+def folder_mode(args: argparse.Namespace) -> Mode:
+    if args.resume is not None:
+        return "resume"
+    return "replace" if args.overwrite else "new"
 
 
 def check_world_size(config: RunConfig, ctx: DistributedContext) -> None:
@@ -243,15 +258,29 @@ def check_world_size(config: RunConfig, ctx: DistributedContext) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = run_config_from_args(args)
-    with distributed_session(args.device, args.dist_timeout) as ctx:
+    if args.data_file is not None:  # before any folder is locked, created or replaced
+        check_readable_file(args.data_file)
+    storage = args.checkpoint_storage
+    if storage is not None and ("://" not in storage or storage.startswith("file://")):
+        check_output_path(Path(storage.removeprefix("file://")), "--checkpoint-storage")
+    with distributed_session(args.device, args.dist_timeout) as ctx, ExitStack() as stack:
         quiet_other_ranks(ctx)
         check_world_size(config, ctx)
-        # rank 0 checks (and with --overwrite clears) the folder; every rank gets its name
-        folder = main_decides(ctx, lambda: output_dir(args))
+        claimed: list[RunFolder] = []
+
+        def claim() -> tuple[Path, dict[str, Any]]:
+            # rank 0 locks the folder (and with --overwrite, stages the new run beside it)
+            folder = stack.enter_context(RunFolder(output_dir(args), mode=folder_mode(args)))
+            claimed.append(folder)
+            return folder.workdir, run_identity(folder.workdir, config, args)
+
+        workdir, identity = main_decides(ctx, claim)
         source = args.data_file or f"built-in synthetic ES bars ({args.synthetic_days} days)"
-        log.info("training on %s -> %s", source, folder)
+        log.info("training on %s -> %s", source, claimed[0].final if claimed else workdir)
         options = JobOptions(
             resume=args.resume is not None,
+            resume_from=args.resume_from,
+            identity=identity,
             checkpoint_every=args.checkpoint_every,
             keep_checkpoints=args.keep_checkpoints,
             checkpoint_storage=args.checkpoint_storage,
@@ -260,11 +289,22 @@ def run(args: argparse.Namespace) -> int:
             qat=QATConfig(freeze_after=args.qat_freeze_after) if args.qat else None,
             memory_budget=args.memory_budget,
         )
-        result = train(config, folder, options=options, distributed=ctx)
-    if not ctx.is_main:  # rank 0 alone prints and writes the run folder
-        return 0
-    print(result.table)
-    print(f"run saved to {result.run_dir} (metrics.json, model.safetensors, config.json)")
-    if not args.no_report:
-        print(f"report: {write_report(result.run_dir)}")
+        result = train(config, workdir, options=options, distributed=ctx)
+        if not ctx.is_main:  # rank 0 alone prints and writes the run folder
+            return 0
+        final = claimed[0].commit()  # complete: only now does it replace an earlier run
+        print(result.table)
+        print(f"run saved to {final} (metrics.json, model.safetensors, config.json)")
+        if not args.no_report:
+            print(f"report: {write_report(final)}")
     return 0
+
+
+def run_identity(workdir: Path, config: RunConfig, args: argparse.Namespace) -> dict[str, Any]:
+    """The run's identity: read back from identity.json (and the data checked) on --resume,
+    else new."""
+    identity = read_identity(workdir) if args.resume is not None else None
+    if identity is not None:
+        check_same_data(identity, args.data_file)
+        return identity
+    return new_identity(config.to_dict(), args.data_file)  # the job writes it with config.json

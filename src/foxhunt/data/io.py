@@ -14,6 +14,7 @@ import pandas as pd
 from foxhunt.data.config import DEFAULT_TIMEZONE, TIMESTAMP_CANDIDATES
 from foxhunt.data.validate import PRICE_VOLUME, validate_bars
 from foxhunt.errors import DataError
+from foxhunt.input_path import check_readable_file
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 CSV_SUFFIXES = (".csv", ".csv.gz")
@@ -169,8 +170,7 @@ def read_normalized(
 ) -> pd.DataFrame:
     """`read_bars` without the validation (for callers that validate with their own limits)."""
     path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: file not found; pass an existing .parquet or .csv bars file")
+    check_readable_file(path)  # names a folder, FIFO or symlink loop as what it is
     return normalize_frame(
         _read_raw(path),
         source=str(path),

@@ -129,6 +129,8 @@ def validate_bars(
             f"{source}: column 'timestamp' holds {df['timestamp'].dtype}, not datetimes; "
             "read files with foxhunt.data.read_bars"
         )
+    if len(df) == 0:  # a header-only file: no symbol is "short", yet nothing can be fitted
+        raise DataError(f"{source}: no bars (the file holds only a header); pass OHLCV bars")
     frame = df.copy(deep=False)  # copy-on-write (pandas 3): writes never reach `df`
     frame["symbol"] = frame["symbol"].astype(str) if "symbol" in columns else "default"
     if frame["timestamp"].isna().any():

@@ -168,7 +168,16 @@ def plan_memory(table: CostTable, *, budget_bytes: float, batch_size: int) -> Me
             return plan(prune(chosen, micro), micro)
     smallest = plan(chosen, 1).predicted_peak_bytes
     raise ConfigError(
-        f"no plan fits a {budget_bytes / MB:.0f} MB budget: even one sample per micro-batch with "
-        f"every segment checkpointed needs about {smallest / MB:.0f} MB; raise --memory-budget "
-        "or shrink --hidden-size / --lookback"
+        f"no plan fits a {human_bytes(budget_bytes)} budget: even one sample per micro-batch "
+        f"with every segment checkpointed needs about {human_bytes(smallest)}; raise "
+        f"--memory-budget to at least {human_bytes(smallest * 1.2)} or shrink --hidden-size / "
+        "--lookback"
     )
+
+
+def human_bytes(n: float) -> str:
+    """1.5 KB, 12 MB, 3.2 GB: a budget of 1KB must not read as "0 MB"."""
+    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n:.0f} bytes"

@@ -30,8 +30,8 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save as save_safetensors
 from torch import nn
 
-from foxhunt.data import Preprocessor
 from foxhunt.errors import ConfigError, FoxhuntError
+from foxhunt.model.size import check_fits_in_memory
 from foxhunt.model.tft import TemporalFusionTransformer
 from foxhunt.quant.config import LSTM_MODES, QATConfig
 from foxhunt.quant.guard import check_exact
@@ -45,12 +45,13 @@ from foxhunt.run import (
     CONFIG_FILE,
     PREPROCESSOR_FILE,
     LoadedRun,
-    RunConfig,
     load_run,
     read_json,
+    read_run_config,
     versions,
     weights_bytes,
 )
+from foxhunt.run_checks import read_preprocessor
 from foxhunt.storage import atomic_write_bytes, atomic_write_json
 
 log = logging.getLogger(__name__)
@@ -161,11 +162,10 @@ def load_export(
     if torch.device(device).type != "cpu":
         raise FoxhuntError(f"{folder} is an int8 export: it runs on the CPU only")
     spec = read_json(folder / EXPORT_FILE)
-    if spec.get("format") != FORMAT or spec.get("mode") not in MODES:
+    if not isinstance(spec, dict) or spec.get("format") != FORMAT or spec.get("mode") not in MODES:
         raise FoxhuntError(f"{folder / EXPORT_FILE}: unknown export format; re-export the run")
-    saved = read_json(folder / CONFIG_FILE)
-    saved.pop("versions", None)
-    config = RunConfig.from_dict(saved)
+    config = read_run_config(folder)  # checked as a run's: sections, fields, size in RAM
+    check_fits_in_memory(config.model, per_parameter=4, what="loading the model")
     model = TemporalFusionTransformer(config.model)
     path = folder / INT8_WEIGHTS_FILE
     if not path.is_file():
@@ -190,7 +190,9 @@ def load_export(
             "run if latency matters",
             folder,
         )
-    preprocessor = Preprocessor.load(folder / PREPROCESSOR_FILE)
+    preprocessor = read_preprocessor(
+        folder / PREPROCESSOR_FILE, lookback=config.model.lookback, horizon=config.model.horizon
+    )
     return LoadedRun(config=config, model=model.eval(), preprocessor=preprocessor)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,8 @@ import torch
 
 from foxhunt.data import FeatureSchema, WindowDataset, prepare_data
 from foxhunt.errors import FoxhuntError
-from foxhunt.run import HISTORY_FILE, METRICS_FILE, load_run, read_json
+from foxhunt.run import HISTORY_FILE, METRICS_FILE, load_run
+from foxhunt.run_checks import read_history_lines, read_metrics
 from foxhunt.training.inference import sequential_batches
 from foxhunt.training.job import BASIS_POINTS
 
@@ -46,10 +46,7 @@ class ReportData:
 
 
 def read_history(run_dir: Path) -> list[dict[str, Any]]:
-    path = run_dir / HISTORY_FILE
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return read_history_lines(run_dir / HISTORY_FILE)  # bounded; a damaged line is named
 
 
 @torch.no_grad()
@@ -99,7 +96,9 @@ def collect(run_dir: Path, data_file: Path | None = None) -> ReportData:
         run_dir=run_dir,
         epochs=[h for h in history if h.get("event") == "epoch"],
         memory=[h for h in history if str(h.get("event", "")).startswith("memory")],
-        metrics=read_json(run_dir / METRICS_FILE) if (run_dir / METRICS_FILE).is_file() else {},
+        metrics=read_metrics(run_dir / METRICS_FILE, loaded.config.model.quantiles)
+        if (run_dir / METRICS_FILE).exists()
+        else {},
         schema=data.schema,
         quantiles=loaded.config.model.quantiles,
         forecasts=found["forecasts"],

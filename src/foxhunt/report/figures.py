@@ -135,7 +135,8 @@ def memory_and_time(data: ReportData) -> Figure:
         x = list(range(1, len(ends) + 1))
         mem.plot(x, [m["used_mb"] for m in ends], "o-", label="used at epoch end")
         speed.text(0.5, 0.5, "run shorter than --memory-log-every", ha="center")
-    backend = data.memory[0]["backend"] if data.memory else "?"
+    # memory_plan events carry no backend; the first event that does names it
+    backend = next((m["backend"] for m in data.memory if "backend" in m), "?")
     mem.set(xlabel="step", ylabel="MB", title=f"Memory ({backend})")
     mem.legend()
     speed.set(xlabel="step", ylabel="ms per step (median)", title="Step time")

@@ -8,6 +8,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from foxhunt.errors import FoxhuntError
+
+
+class OutputPathError(FoxhuntError):
+    """An output path that cannot be written as a file."""
+
 
 def fsync_dir(path: Path) -> None:
     """Persist a rename: the directory entry itself must reach the disk."""
@@ -18,9 +24,23 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def check_replaceable(path: Path) -> None:
+    """The rename would replace whatever `path` is: a folder fails late with a temporary
+    name in the message, and a device (/dev/full) or FIFO would be silently destroyed."""
+    if path.exists() and not path.is_file():
+        kind = "a folder" if path.is_dir() else "a device, FIFO or socket"
+        raise OutputPathError(f"{path} is {kind}, not a file; give a file path to write")
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if parent.exists() and not parent.is_dir():
+        raise OutputPathError(f"{path}: {parent} is a file, not a folder")
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write to a temporary name in the same folder, fsync, then rename over `path`."""
     path = Path(path)
+    check_replaceable(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from collections.abc import Mapping
 from typing import Any, Protocol
@@ -17,6 +18,11 @@ from foxhunt.errors import FoxhuntError
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
+MANIFEST_LIMIT = 1 << 20
+# weights, best weights and AdamW moments of the largest model this project trains, with room
+MAX_CHECKPOINT_BYTES = 64 << 30
+SAFE_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
 class CheckpointError(FoxhuntError):
@@ -63,16 +69,43 @@ def make_manifest(files: Mapping[str, bytes], metadata: Mapping[str, Any] | None
 
 
 def parse_manifest(raw: bytes, where: str) -> dict[str, Any]:
+    """The manifest, every entry checked: a plain name inside the checkpoint (no path, no
+    `..`), a byte count and a SHA-256, and a total within `MAX_CHECKPOINT_BYTES`."""
+    if len(raw) > MANIFEST_LIMIT:
+        raise CheckpointError(f"{where}/{MANIFEST} is {len(raw)} bytes: not a manifest")
     try:
         manifest = json.loads(raw)
         files = manifest["files"]
         if not isinstance(files, dict):
             raise TypeError("files is not a mapping")
-    except (ValueError, KeyError, TypeError) as exc:
+        for name, meta in files.items():
+            check_entry(name, meta)
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
         raise CheckpointError(
             f"{where}/{MANIFEST} is damaged ({exc}); use an older checkpoint"
-        ) from exc
+        ) from None
+    total = sum(meta["bytes"] for meta in files.values())
+    if total > MAX_CHECKPOINT_BYTES:
+        raise CheckpointError(
+            f"{where}/{MANIFEST} lists {total:,} bytes, more than the {MAX_CHECKPOINT_BYTES:,} "
+            "a checkpoint may hold; refused without reading it"
+        )
     return dict(manifest)
+
+
+def check_entry(name: object, meta: object) -> None:
+    """ValueError unless `name` is a plain file name and `meta` a size and a checksum."""
+    if not isinstance(name, str) or not SAFE_NAME.fullmatch(name) or name in (".", ".."):
+        raise ValueError(f"entry {name!r} is not a plain file name inside the checkpoint")
+    if name == MANIFEST:
+        raise ValueError(f"entry {name!r} is reserved")
+    if not isinstance(meta, dict):
+        raise ValueError(f"entry {name!r} has no size and checksum")
+    size, digest = meta.get("bytes"), meta.get("sha256")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        raise ValueError(f"entry {name!r}: bytes must be an integer >= 0")
+    if not isinstance(digest, str) or not HEX64.fullmatch(digest):
+        raise ValueError(f"entry {name!r}: sha256 must be 64 hex digits")
 
 
 def verify(name: str, where: str, manifest: Mapping[str, Any], data: Mapping[str, bytes]) -> None:

@@ -5,14 +5,35 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import stat
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
 from foxhunt.storage.atomic import fsync_dir
-from foxhunt.storage.base import MANIFEST, CheckpointError, make_manifest, parse_manifest, verify
+from foxhunt.storage.base import (
+    MANIFEST,
+    MANIFEST_LIMIT,
+    CheckpointError,
+    make_manifest,
+    parse_manifest,
+    verify,
+)
 
 TMP_PREFIX = ".tmp-"
+
+
+def read_plain(path: Path, limit: int) -> bytes:
+    """At most `limit` bytes of a regular file that is not a symbolic link."""
+    info = os.lstat(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise CheckpointError(f"{path} is not a regular file (a link, folder or device)")
+    if info.st_size > limit:
+        raise CheckpointError(
+            f"{path} is {info.st_size:,} bytes, more than its manifest's {limit:,}"
+        )
+    with open(path, "rb") as f:
+        return f.read(limit + 1)
 
 
 class LocalStorage:
@@ -51,10 +72,24 @@ class LocalStorage:
     def load(self, name: str) -> dict[str, bytes]:
         folder = self.root / name
         manifest_path = folder / MANIFEST
-        if not manifest_path.is_file():
+        if folder.is_symlink() or not manifest_path.is_file():
             raise CheckpointError(f"{folder} is not a complete checkpoint (no {MANIFEST})")
-        manifest = parse_manifest(manifest_path.read_bytes(), str(folder))
-        data = {f: (folder / f).read_bytes() for f in manifest["files"] if (folder / f).is_file()}
+        manifest = parse_manifest(read_plain(manifest_path, MANIFEST_LIMIT), str(folder))
+        data = {}
+        for file, meta in manifest["files"].items():  # names checked: plain, inside `folder`
+            path = folder / file
+            if not os.path.lexists(path):
+                continue  # verify names the missing file
+            info = os.lstat(path)  # stat before reading: nothing larger is read
+            if not stat.S_ISREG(info.st_mode):
+                raise CheckpointError(f"{path} is not a regular file (a link, folder or device)")
+            size = info.st_size
+            if size != meta["bytes"]:
+                raise CheckpointError(
+                    f"{path} is truncated or altered ({size:,} of {meta['bytes']:,} bytes); "
+                    f"checkpoint {name} refused, resume from an older one (--resume-from STEP)"
+                )
+            data[file] = read_plain(path, meta["bytes"])
         verify(name, str(folder), manifest, data)
         return data
 

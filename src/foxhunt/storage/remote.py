@@ -11,7 +11,14 @@ from typing import Any
 
 import fsspec
 
-from foxhunt.storage.base import MANIFEST, CheckpointError, make_manifest, parse_manifest, verify
+from foxhunt.storage.base import (
+    MANIFEST,
+    MANIFEST_LIMIT,
+    CheckpointError,
+    make_manifest,
+    parse_manifest,
+    verify,
+)
 
 
 class FsspecStorage:
@@ -50,12 +57,17 @@ class FsspecStorage:
         where = self.describe(name)
         if not self.fs.exists(self._path(name, MANIFEST)):
             raise CheckpointError(f"{where} is not a complete checkpoint (no {MANIFEST})")
+        if self.fs.size(self._path(name, MANIFEST)) > MANIFEST_LIMIT:
+            raise CheckpointError(f"{where}/{MANIFEST} is too large to be a manifest")
         manifest = parse_manifest(self.fs.cat_file(self._path(name, MANIFEST)), where)
-        data = {
-            f: self.fs.cat_file(self._path(name, f))
-            for f in manifest["files"]
-            if self.fs.exists(self._path(name, f))
-        }
+        data = {}
+        for f, meta in manifest["files"].items():  # plain names (parse_manifest checked them)
+            path = self._path(name, f)
+            if not self.fs.exists(path):
+                continue
+            if self.fs.size(path) != meta["bytes"]:  # sized before it is read
+                raise CheckpointError(f"{where}/{f} does not have its manifest's size; refused")
+            data[f] = self.fs.cat_file(path)
         verify(name, where, manifest, data)
         return data
 

@@ -23,6 +23,7 @@ from safetensors.torch import load as load_tensors
 from safetensors.torch import save as save_tensors
 from torch import Tensor
 
+from foxhunt.identity import check_same_run
 from foxhunt.storage.base import CheckpointError, CheckpointStorage
 from foxhunt.training.trainer import Trainer, TrainState
 
@@ -79,6 +80,33 @@ def config_differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> 
         for k in sorted(set(a) | set(b))
         if k not in RESUMABLE_CHANGES and a.get(k) != b.get(k)
     ]
+
+
+def checkpoint_step(name: str) -> int | None:
+    """The optimizer step in a checkpoint's name (step-000000120[-epoch-0002])."""
+    parts = name.split("-")
+    return int(parts[1]) if len(parts) >= 2 and parts[0] == "step" and parts[1].isdigit() else None
+
+
+def resume_point(checkpointer: Checkpointer, step: int | None = None) -> str:
+    """The checkpoint to resume: the last complete one, or the last one of `step`."""
+    names = checkpointer.storage.list()
+    where = checkpointer.storage.describe("").rstrip("/")
+    if not names:
+        raise CheckpointError(
+            f"no complete checkpoint in {where}: the run stopped before its first one; "
+            "start it again with --overwrite (or use --checkpoint-every N to save sooner)"
+        )
+    if step is None:
+        return names[-1]
+    matching = [n for n in names if checkpoint_step(n) == step]
+    if not matching:
+        steps = sorted({s for s in map(checkpoint_step, names) if s is not None})
+        raise CheckpointError(
+            f"--resume-from {step}: no checkpoint of that step in {where}; "
+            f"complete ones are at steps {steps}"
+        )
+    return matching[-1]
 
 
 class Checkpointer:
@@ -159,29 +187,37 @@ class Checkpointer:
 
     def restore(self, trainer: Trainer, name: str | None = None) -> str:
         """Load `name` (default: the latest complete checkpoint) into the trainer."""
-        name = name or self.latest()
-        if name is None:
-            raise CheckpointError("no complete checkpoint found to resume from")
+        name = name or resume_point(self)
         files = self.storage.load(name)
         where = self.storage.describe(name)
         try:
             state = json.loads(files["state.json"])
+            if not isinstance(state, dict) or not isinstance(state.get("config"), dict):
+                raise ValueError("state.json holds no config")
             model_state = load_tensors(files["model.safetensors"])
             optimizer_tensors = load_tensors(files["optimizer.safetensors"])
             rng = load_tensors(files["rng.safetensors"])
             best = load_tensors(files["best.safetensors"]) if "best.safetensors" in files else None
         except (KeyError, ValueError, SafetensorError) as exc:
             raise CheckpointError(f"{where} cannot be read ({exc}); resume from another") from exc
+        saved_identity = (state.get("metadata") or {}).get("identity")
+        if self.metadata.get("identity") is not None:
+            check_same_run(saved_identity, self.metadata["identity"], where)
         differences = config_differences(state["config"], self.config)
         if differences:
             raise CheckpointError(
                 f"{where} was written by a different configuration: " + "; ".join(differences)
             )
         device = trainer.device
-        trainer.model.load_state_dict({k: v.to(device) for k, v in model_state.items()})
-        trainer.optimizer.load_state_dict(_join_optimizer(optimizer_tensors, state["optimizer"]))
-        trainer.scaler.load_state_dict(state["scaler"])
-        trainer.state = TrainState(**state["trainer"])
+        try:
+            trainer.model.load_state_dict({k: v.to(device) for k, v in model_state.items()})
+            optimizer = _join_optimizer(optimizer_tensors, state["optimizer"])
+            trainer.optimizer.load_state_dict(optimizer)
+            trainer.scaler.load_state_dict(state["scaler"])
+            trainer.state = TrainState(**state["trainer"])
+        except (KeyError, ValueError, TypeError, RuntimeError, AttributeError) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise CheckpointError(f"{where} does not fit this run ({first}); not resumed") from None
         trainer.best_weights = {k: v.to(device) for k, v in best.items()} if best else None
         torch.set_rng_state(rng["torch"])
         cuda_states = [rng[k] for k in sorted(rng) if k.startswith("cuda/")]

@@ -14,14 +14,15 @@ import torch
 from torch import nn
 
 from foxhunt.baselines import fit_baselines
-from foxhunt.data import PreparedData, Preprocessor, WindowDataset, prepare_data
-from foxhunt.errors import FoxhuntError
+from foxhunt.data import PreparedData, WindowDataset, prepare_data
+from foxhunt.identity import write_identity
 from foxhunt.memory import MemoryProfiler
 from foxhunt.memory.oom import REPLAN_FRACTION, budget_bytes, fit_with_oom_guard
 from foxhunt.memory.plan import plan_trainer
 from foxhunt.memory.startup import report_checkpointing
 from foxhunt.model.checkpointing import checkpointed_segments
 from foxhunt.model.config import TFTConfig
+from foxhunt.model.size import check_step_fits_in_memory
 from foxhunt.model.tft import TemporalFusionTransformer
 from foxhunt.quant import QATConfig, prepare_qat
 from foxhunt.quant.export import run_qat_config, save_qat_config
@@ -30,7 +31,6 @@ from foxhunt.run import (
     BASELINE_FILE,
     HISTORY_FILE,
     METRICS_FILE,
-    PREPROCESSOR_FILE,
     RunConfig,
     append_history,
     save_run,
@@ -38,9 +38,8 @@ from foxhunt.run import (
     versions,
 )
 from foxhunt.storage import atomic_write_json
-from foxhunt.storage.base import CheckpointError
 from foxhunt.storage.remote import open_storage
-from foxhunt.training.checkpoint import Checkpointer
+from foxhunt.training.checkpoint import Checkpointer, resume_point
 from foxhunt.training.comparison import (
     FORECASTS_FILE,
     all_baselines,
@@ -56,6 +55,8 @@ from foxhunt.training.distributed import (
     main_decides,
     peer_failures,
 )
+from foxhunt.training.finite import check_finite_forecasts
+from foxhunt.training.guards import check_early_stopping
 from foxhunt.training.inference import sequential_batches
 from foxhunt.training.metrics import (
     forecast_metrics,
@@ -64,6 +65,7 @@ from foxhunt.training.metrics import (
     unavailable_metrics,
 )
 from foxhunt.training.precision import autocast_dtype
+from foxhunt.training.resume import checkpoint_location, load_saved_preprocessor
 from foxhunt.training.scale_baseline import gaussian_scale_forecast
 from foxhunt.training.trainer import Trainer
 
@@ -155,6 +157,8 @@ class JobOptions:
     leak_threshold_mb: float = 500.0
     qat: QATConfig | None = None  # quantization-aware training (foxhunt.quant); None = FP32
     memory_budget: float | str | None = None  # bytes or "auto" (memory/oom.py); None = no plan
+    resume_from: int | None = None  # optimizer step of the checkpoint to resume; None = last
+    identity: dict[str, Any] | None = None  # identity.py: checkpoints belong to this run
 
 
 class HistoryWriter:
@@ -165,22 +169,6 @@ class HistoryWriter:
 
     def on_epoch_end(self, trainer: Trainer, record: dict[str, Any]) -> None:
         append_history(self.run_dir, {"event": "epoch", **record})
-
-
-def load_saved_preprocessor(output_dir: Path) -> Preprocessor:
-    path = output_dir / PREPROCESSOR_FILE
-    if not path.is_file():
-        raise FoxhuntError(
-            f"--resume {output_dir}: {path} not found; is it the --output-dir of an earlier run?"
-        )
-    return Preprocessor.load(path)
-
-
-def resume_point(checkpointer: Checkpointer) -> str:
-    name = checkpointer.latest()
-    if name is None:
-        raise CheckpointError("no complete checkpoint found to resume from")
-    return name
 
 
 def train(
@@ -207,6 +195,9 @@ def train(
     data = prepare_data(config.data, preprocessor=preprocessor)
     model_config = fit_model_config(config.model, data)
     config = replace(config, model=model_config)
+    # before a 10**7 hidden size or a 10**5 lookback allocates anything
+    check_step_fits_in_memory(model_config, config.training.batch_size)
+    check_early_stopping(config.training, data)
     model = TemporalFusionTransformer(model_config)
     qat = run_qat_config(output_dir, options.qat, resume=options.resume)
     if qat is not None and config.training.validate_initial:
@@ -232,14 +223,16 @@ def train(
         if not options.resume:
             (output_dir / HISTORY_FILE).unlink(missing_ok=True)
         save_run_config(output_dir, config, data.preprocessor)
+        if options.identity is not None:
+            write_identity(output_dir, options.identity)
         save_qat_config(output_dir, qat)  # marks a QAT run: load_run re-applies prepare_qat
-    storage = open_storage(options.checkpoint_storage or str(output_dir / "checkpoints"))
+    storage = open_storage(checkpoint_location(output_dir, options))
     checkpointer = Checkpointer(
         storage,
         config=config.to_dict(),
         every_steps=options.checkpoint_every,
         keep_last=options.keep_checkpoints,
-        metadata={"versions": versions()},
+        metadata={"versions": versions(), "identity": options.identity},
     )
     trainer = Trainer(
         model,
@@ -263,7 +256,8 @@ def train(
         if options.resume:
             # every rank reads the checkpoint rank 0 names; the barrier keeps rank 0 from
             # writing (and pruning) checkpoints before every rank has finished reading
-            checkpointer.restore(trainer, main_decides(ctx, lambda: resume_point(checkpointer)))
+            name = main_decides(ctx, lambda: resume_point(checkpointer, options.resume_from))
+            checkpointer.restore(trainer, name)
             barrier()
         if checkpointed and ctx.is_main:  # measured, not assumed: first batch, with and without
             with observers_paused(model):  # QAT: measuring must not move the observers
@@ -298,6 +292,7 @@ def train(
     }
     atomic_write_json(output_dir / BASELINE_FILE, baseline_state)
     pred, target = trainer.predict(data.test)
+    check_finite_forecasts(pred, "test")  # a NaN model is never saved
     pred, target = pred * scale, target * scale
     metrics = score(pred, target, historical, model_config.quantiles, vol=vol)
     if (validation := validation_baseline(data, model_config.quantiles, scale)) is not None:

@@ -23,6 +23,7 @@ from foxhunt.model.loss import quantile_loss
 from foxhunt.training import precision
 from foxhunt.training.config import TrainingConfig, resolve_device
 from foxhunt.training.distributed import all_reduce_sum, rank_step_seed, wrap_ddp
+from foxhunt.training.finite import check_finite_validation, check_finite_weights
 from foxhunt.training.inference import make_loader, predict_windows
 from foxhunt.training.sampler import EpochBatchSampler
 
@@ -164,6 +165,7 @@ class Trainer:
         with optimizer_step_oom():  # out of memory now: the weights may be partly updated
             self.scaler.step(self.optimizer)
         self.scaler.update()
+        check_finite_weights(self.model, self.state.global_step)
         self.state.nonfinite_in_a_row = 0
         self.state.global_step += 1
         return value
@@ -260,6 +262,7 @@ class Trainer:
             self._notify("on_epoch_start")
             train_loss = self.train_epoch()
             val_loss = self.evaluate(self.val_set)
+            check_finite_validation(val_loss, len(self.val_set), state.epoch)  # type: ignore[arg-type]
             record = {"epoch": state.epoch, "train_loss": train_loss, "val_loss": val_loss}
             self._track_best(val_loss)
             state.history.append(record)

@@ -1,0 +1,106 @@
+"""A run's identity: which run, trained on exactly which data, with which configuration.
+
+identity.json in the run folder and every checkpoint's metadata carry it, so a checkpoint
+is never resumed (or pruned) by another run, and `--resume` refuses a data file that
+changed since training started.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+from foxhunt.errors import DataError, FoxhuntError
+from foxhunt.storage import atomic_write_json
+from foxhunt.storage.bounded import read_json_bounded
+
+IDENTITY_FILE = "identity.json"
+FULL_HASH_LIMIT = 256 << 20  # hashing a whole file this size takes well under a second
+EDGE = 1 << 20  # past the limit: the first and last MiB, with the size
+
+
+def fingerprint(path: Path | None) -> dict[str, Any]:
+    """What identifies the data file's content (None: the built-in synthetic bars, which
+    the config alone determines)."""
+    if path is None:
+        return {"synthetic": True}
+    size = os.stat(path).st_size
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        if size <= FULL_HASH_LIMIT:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+            how = "full"
+        else:
+            digest.update(f.read(EDGE))
+            f.seek(size - EDGE)
+            digest.update(f.read(EDGE))
+            how = "edges"
+    return {"bytes": size, "sha256": digest.hexdigest(), "hashed": how}
+
+
+def config_digest(config: dict[str, Any]) -> str:
+    from foxhunt.training.checkpoint import RESUMABLE_CHANGES, flatten  # training imports us
+
+    fixed = {k: v for k, v in flatten(config).items() if k not in RESUMABLE_CHANGES}
+    return hashlib.sha256(json.dumps(fixed, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def new_identity(config: dict[str, Any], data_path: Path | None) -> dict[str, Any]:
+    return {
+        "run_id": uuid.uuid4().hex,
+        "config_sha256": config_digest(config),
+        "data": fingerprint(data_path),
+    }
+
+
+def write_identity(folder: Path, identity: dict[str, Any]) -> None:
+    atomic_write_json(folder / IDENTITY_FILE, identity)
+
+
+def read_identity(folder: Path) -> dict[str, Any] | None:
+    """None for runs written before identities existed."""
+    path = folder / IDENTITY_FILE
+    if not path.exists():
+        return None
+    identity = read_json_bounded(path)
+    if not (
+        isinstance(identity, dict)
+        and isinstance(identity.get("run_id"), str)
+        and isinstance(identity.get("data"), dict)
+    ):
+        raise FoxhuntError(f"{path}: expected run_id and data fields; the run folder is damaged")
+    return identity
+
+
+def check_same_data(identity: dict[str, Any], data_path: Path | None) -> None:
+    """Refuse to resume on a data file whose content changed since the run started."""
+    saved = identity["data"]
+    if saved.get("synthetic") and data_path is None:
+        return
+    current = fingerprint(data_path)
+    if current != saved:
+        where = data_path if data_path is not None else "the built-in synthetic bars"
+        raise DataError(
+            f"--resume: {where} is not the data this run was trained on (size or content "
+            f"changed: {saved.get('bytes')} -> {current.get('bytes')} bytes); resuming would "
+            "mix two datasets; train a new run with --overwrite or another --output-dir"
+        )
+
+
+def check_same_run(saved: dict[str, Any] | None, ours: dict[str, Any], where: str) -> None:
+    """A checkpoint's identity against this run's (None: written before identities)."""
+    if saved is None:
+        return
+    if saved.get("run_id") != ours.get("run_id"):
+        raise FoxhuntError(
+            f"{where} belongs to run {saved.get('run_id')}, not to this run "
+            f"({ours.get('run_id')}); checkpoints are never resumed across runs: give each "
+            "run its own --checkpoint-storage"
+        )
+    if saved.get("data") != ours.get("data"):
+        raise FoxhuntError(f"{where} was trained on other data than this run's; not resumed")

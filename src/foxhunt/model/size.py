@@ -1,0 +1,67 @@
+"""How much memory a model config needs, known before the model is built: a run folder's
+config.json asking for hidden_size 10**7 is refused with the size, not an OOM kill."""
+
+from __future__ import annotations
+
+import psutil
+import torch
+
+from foxhunt.errors import ConfigError
+from foxhunt.model.config import TFTConfig
+from foxhunt.model.tft import TemporalFusionTransformer
+
+# fp32 weights, gradients and AdamW's two moments; activations come on top
+TRAIN_BYTES_PER_PARAMETER = 16
+LOAD_BYTES_PER_PARAMETER = 4
+
+
+def parameter_count(config: TFTConfig) -> int:
+    """Exact, without allocating: the model is built on the meta device."""
+    with torch.device("meta"):
+        model = TemporalFusionTransformer(config)
+    return sum(p.numel() for p in model.parameters())
+
+
+def check_fits_in_memory(
+    config: TFTConfig, *, per_parameter: int = TRAIN_BYTES_PER_PARAMETER, what: str = "training"
+) -> int:
+    """Refuse a model whose parameters alone exceed the available RAM; returns the count."""
+    params = parameter_count(config)
+    need = params * per_parameter
+    available = psutil.virtual_memory().available
+    if need > available:
+        raise ConfigError(
+            f"model.hidden_size={config.hidden_size} gives {params:,} parameters: {what} needs "
+            f"at least {need / 2**30:,.1f} GiB, {available / 2**30:,.1f} GiB is available; "
+            + (
+                "use a smaller --hidden-size / --variable-hidden-size"
+                if what == "training"
+                else "config.json asks for it: a damaged file, or a run for a larger machine"
+            )
+        )
+    return params
+
+
+def activation_bytes(config: TFTConfig, batch_size: int) -> int:
+    """A floor on one training step's saved activations: one fp32 value per variable per
+    hidden unit per time step, plus the attention weights (T x T per head). The real peak is
+    several times this; it only has to expose what cannot possibly fit."""
+    steps = config.lookback + config.horizon
+    variables = config.num_static + config.num_past + config.num_future + 1
+    per_sample = steps * config.hidden_size * variables + config.attention_heads * steps * steps
+    return 4 * batch_size * per_sample
+
+
+def check_step_fits_in_memory(config: TFTConfig, batch_size: int) -> None:
+    """Refuse a model and batch whose weights, optimizer state and activations exceed RAM
+    (an OOM kill is a hang or a lost run, not a message)."""
+    params = check_fits_in_memory(config)
+    need = params * TRAIN_BYTES_PER_PARAMETER + activation_bytes(config, batch_size)
+    available = psutil.virtual_memory().available
+    if need > available:
+        raise ConfigError(
+            f"lookback {config.lookback} + horizon {config.horizon}, hidden_size "
+            f"{config.hidden_size} and batch {batch_size} need at least {need / 2**30:,.1f} GiB "
+            f"per training step, {available / 2**30:,.1f} GiB is available; use a smaller "
+            "--batch-size, --lookback or --hidden-size"
+        )

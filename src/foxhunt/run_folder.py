@@ -1,0 +1,200 @@
+"""Who may write a run folder, and how a run replaces another without losing either.
+
+    with RunFolder(Path("runs/a"), mode="replace") as folder:
+        train(..., folder.workdir)   # a fresh sibling .a.new-* while runs/a holds a run
+        folder.commit()              # old aside, new in place, old removed
+
+One writer per folder: an exclusive `flock` on the sibling `.NAME.lock` (the OS releases it
+when its process dies, so a crashed run never leaves a stale lock; a clean exit removes the
+file). A run that replaces
+another (`--overwrite`) is written beside it and swapped in by two renames once complete: a
+failure or a kill before `commit` leaves the old run exactly as it was.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import shutil
+import uuid
+from pathlib import Path
+from types import TracebackType
+from typing import Literal
+
+from foxhunt.errors import ConfigError
+from foxhunt.storage.atomic import fsync_dir
+
+# Any of these makes a folder a run: a guard that looked at checkpoints/ alone let a new
+# run silently replace a finished run's weights once that folder was deleted.
+RUN_ENTRIES = (
+    "config.json",
+    "model.safetensors",
+    "metrics.json",
+    "preprocessor.json",
+    "history.jsonl",
+    "checkpoints",
+    "identity.json",
+)
+# What foxhunt itself writes into a run folder; anything else is the user's and is never
+# deleted by --overwrite.
+OWNED_ENTRIES = (
+    *RUN_ENTRIES,
+    "baseline.json",
+    "test_forecasts.parquet",
+    "qat.json",
+    "report",
+    "int8",
+    "int8-dynamic",
+)
+Mode = Literal["new", "replace", "resume"]
+
+
+def holds_run(folder: Path) -> bool:
+    return any(os.path.lexists(folder / name) for name in RUN_ENTRIES)
+
+
+def foreign_entries(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name not in OWNED_ENTRIES)
+
+
+def check_output_path(folder: Path, flag: str = "--output-dir") -> None:
+    """Refuse, before anything is written, an output folder that cannot be one."""
+    if folder.is_symlink() and not folder.exists():
+        raise ConfigError(f"{flag} {folder} is a dangling symbolic link")
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"{flag} {folder} is a file, not a folder; choose another path")
+    parent = first_existing(folder.parent)
+    if not parent.is_dir():
+        raise ConfigError(f"{flag} {folder}: {parent} is a file, not a folder")
+    target = folder if folder.exists() else parent
+    if not os.access(target, os.W_OK | os.X_OK):
+        raise ConfigError(f"{flag} {folder}: {target} is not writable")
+
+
+def first_existing(path: Path) -> Path:
+    path = path.absolute()
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+class RunFolder:
+    """The lock and the working folder of one run (see the module docstring)."""
+
+    def __init__(self, final: Path, *, mode: Mode) -> None:
+        self.final = Path(final)
+        self.mode = mode
+        self.workdir = self.final
+        self._lock_fd: int | None = None
+        self._staging: Path | None = None
+
+    @property
+    def lock_path(self) -> Path:
+        return self.final.parent / f".{self.final.name}.lock"
+
+    def __enter__(self) -> RunFolder:
+        check_output_path(self.final)
+        self.final.parent.mkdir(parents=True, exist_ok=True)
+        self._lock()
+        try:
+            self._choose_workdir()
+        except BaseException:
+            self._unlock()
+            raise
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._staging is not None:  # not committed: the old run stays, the new is dropped
+            shutil.rmtree(self._staging, ignore_errors=True)
+        self._unlock()
+
+    def _lock(self) -> None:
+        for _ in range(10):  # another process may unlink the file between our open and flock
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+                os.close(fd)
+                if exc.errno in (errno.EAGAIN, errno.EACCES):
+                    raise ConfigError(
+                        f"{self.final} is being written by another foxhunt process (pid "
+                        f"{holder}); wait for it to finish or choose another --output-dir"
+                    ) from None
+                raise
+            if same_file(fd, self.lock_path):  # still the file others will open: ours
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+                self._lock_fd = fd
+                return
+            os.close(fd)
+        raise ConfigError(f"{self.lock_path}: could not take the lock (it keeps changing)")
+
+    def _unlock(self) -> None:
+        if self._lock_fd is not None:
+            # unlink while holding the lock: a process that opened the old file sees a
+            # different inode after its flock and retries (see _lock); no lock file is left
+            self.lock_path.unlink(missing_ok=True)
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def _choose_workdir(self) -> None:
+        final = self.final
+        self._drop_leftovers()
+        if self.mode == "resume":
+            if not holds_run(final):
+                raise ConfigError(
+                    f"--resume {final}: no run there (no config.json, checkpoints/...); "
+                    "pass the --output-dir of an earlier run"
+                )
+            return
+        if not final.is_dir() or not holds_run(final):
+            return  # nothing to lose: write in place
+        if self.mode != "replace":
+            raise ConfigError(
+                f"{final} already holds a run; pass --resume {final} to continue it, "
+                "--overwrite to replace it, or another --output-dir"
+            )
+        foreign = foreign_entries(final)
+        if foreign:
+            raise ConfigError(
+                f"--overwrite replaces {final} whole, and it also holds {foreign[:5]} that "
+                "foxhunt did not write; move them away or choose another --output-dir"
+            )
+        self._staging = final.parent / f".{final.name}.new-{uuid.uuid4().hex[:8]}"
+        self._staging.mkdir()
+        self.workdir = self._staging
+
+    def _drop_leftovers(self) -> None:
+        """Staging folders of killed runs (we hold the lock: nobody else is writing them)."""
+        for stale in self.final.parent.glob(f".{self.final.name}.new-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        for stale in self.final.parent.glob(f".{self.final.name}.old-*"):
+            if self.final.is_dir():  # the swap finished: the old copy is garbage
+                shutil.rmtree(stale, ignore_errors=True)
+            else:  # killed between the two renames: the old run is the only one, restore it
+                stale.rename(self.final)
+
+    def commit(self) -> Path:
+        """Put the completed new run in place of the old one; returns the final folder."""
+        if self._staging is None:
+            return self.final
+        old = self.final.parent / f".{self.final.name}.old-{uuid.uuid4().hex[:8]}"
+        fsync_dir(self._staging)
+        self.final.rename(old)
+        self._staging.rename(self.final)
+        self._staging = None
+        fsync_dir(self.final.parent)
+        shutil.rmtree(old, ignore_errors=True)
+        self.workdir = self.final
+        return self.final
+
+
+def same_file(fd: int, path: Path) -> bool:
+    try:
+        return os.path.samestat(os.fstat(fd), os.stat(path))
+    except FileNotFoundError:
+        return False

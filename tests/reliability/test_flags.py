@@ -1,0 +1,77 @@
+"""Issue 16, "silently wrong": every numeric flag of every subcommand refuses non-finite and
+out-of-range values with the flag's name, before anything runs."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from foxhunt.cli import build_parser
+from foxhunt.cli.bounds import FLOAT_DEFAULT, INT_DEFAULT, RANGES
+
+from .helpers import SMALL, refused
+
+
+def numeric_flags() -> list[tuple[str, str, bool]]:
+    """(subcommand, flag, is_int) for every int/float flag the CLI has, found, not listed."""
+    parser = build_parser()
+    out = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command, sub in action.choices.items():
+                for flag_action in sub._actions:
+                    kind = getattr(flag_action.type, "__name__", "")
+                    if kind in ("int", "float") and flag_action.option_strings:
+                        out.append(
+                            (command, max(flag_action.option_strings, key=len), kind == "int")
+                        )
+    return out
+
+
+FLAGS = numeric_flags()
+
+
+def test_the_sweep_covers_the_known_numeric_flags() -> None:
+    names = {flag for _, flag, _ in FLAGS}
+    expected = {"--lr", "--grad-clip", "--checkpoint-every", "--batch-size", "--dist-timeout"}
+    assert expected | {"--memory-limit-gb", "--leak-threshold-mb", "--resume-from"} <= names
+
+
+@pytest.mark.parametrize(("command", "flag", "is_int"), FLAGS)
+def test_non_finite_and_out_of_range_values_are_refused(
+    command: str, flag: str, is_int: bool
+) -> None:
+    bounds = RANGES.get(flag, INT_DEFAULT if is_int else FLOAT_DEFAULT)
+    values = ["nan", "inf", "-inf", "1e400"] if not is_int else ["1.5", "x"]
+    values.append(str(bounds.low - 1))
+    if bounds.low_open:
+        values.append(str(int(bounds.low)) if is_int else str(bounds.low))
+    if bounds.high != float("inf"):
+        values.append(str(int(bounds.high) + 1))
+    for value in values:
+        refused([command, flag, value], flag)
+
+
+@pytest.mark.parametrize(
+    ("args", "mentions"),
+    [
+        (["train", "--lr", "inf"], ["--lr", "finite"]),
+        (["train", "--grad-clip", "nan"], ["--grad-clip", "finite"]),
+        (["train", "--checkpoint-every", "-3"], ["--checkpoint-every", ">= 1"]),
+        (["bench-memory", "--batch-size", "0"], ["--batch-size", ">= 1"]),
+        (["train", "--memory-budget", "garbage"], ["--memory-budget", "512MB"]),
+        (["train", "--quantiles", "0.1,nan,0.9"], ["--quantiles", "finite"]),
+        (["train", "--val-fraction", "1"], ["--val-fraction", "< 1"]),
+        (["train", "--synthetic-days", "100000000"], ["--synthetic-days", "<= 10000"]),
+        (["train", "--no-such-flag"], ["unrecognized arguments"]),
+    ],
+)
+def test_issue_examples(args: list[str], mentions: list[str]) -> None:
+    refused(args, *mentions)
+
+
+def test_a_tiny_memory_budget_says_how_much_is_needed(tmp_path: Path, bars_file: Path) -> None:
+    args = ["train", "--parquet-file", bars_file, *SMALL, "--output-dir", tmp_path / "run"]
+    refused([*args, "--memory-budget", "1KB"], "1 KB budget", "at least")

@@ -1,0 +1,158 @@
+"""Issue 16, loading: every file of a run folder and of a checkpoint is checked; a damaged,
+mismatched or hostile one is refused with one line naming file and field."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from safetensors.torch import load_file, save_file
+
+from .helpers import SMALL, cli, refused, snapshot
+
+
+def predict(run: Path, bars: Path) -> list[str]:
+    return ["predict", run, "--parquet-file", bars]
+
+
+def edit_json(path: Path, change: dict[str, object], section: str | None = None) -> None:
+    data = json.loads(path.read_text())
+    (data[section] if section else data).update(change)
+    path.write_text(json.dumps(data))
+
+
+def test_weights_that_disagree_with_config_are_refused(finished: Path, bars_file: Path) -> None:
+    edit_json(finished / "config.json", {"hidden_size": 12}, "model")
+    refused(predict(finished, bars_file), "model.safetensors", "shape")
+
+
+def test_a_lookback_swapped_in_by_a_killed_overwrite_is_refused(
+    finished: Path, bars_file: Path
+) -> None:
+    for section in ("data", "model"):
+        edit_json(finished / "config.json", {"lookback": 12}, section)
+    # same tensor shapes: the preprocessor's window gives the mismatch away
+    refused(predict(finished, bars_file), "different runs")
+
+
+@pytest.mark.parametrize("hidden", [40_000, 10**7])
+def test_a_config_too_large_for_memory_is_refused_with_its_size(
+    finished: Path, bars_file: Path, hidden: int
+) -> None:
+    edit_json(finished / "config.json", {"hidden_size": hidden}, "model")
+    refused(predict(finished, bars_file), f"hidden_size={hidden}", "GiB")
+
+
+def test_unknown_config_section_is_refused(finished: Path, bars_file: Path) -> None:
+    edit_json(finished / "config.json", {"optimizer": {"lr": 1}})
+    refused(predict(finished, bars_file), "config.json", "optimizer")
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"target_scaler": {"scale": 0.0}}, "target_scaler.scale"),
+        ({"target_scaler": {"scale": float("nan")}}, "target_scaler.scale"),
+        ({"target_scaler": {"scale": "big"}}, "preprocessor.json"),
+        ({"lookback": 99}, "lookback"),
+        ({"scaler": None}, "preprocessor.json"),
+    ],
+)
+def test_preprocessor_fields_are_checked(
+    finished: Path, bars_file: Path, change: dict[str, object], field: str
+) -> None:
+    edit_json(finished / "preprocessor.json", change)
+    refused(predict(finished, bars_file), "preprocessor.json", field)
+
+
+def test_preprocessor_std_must_be_positive(finished: Path, bars_file: Path) -> None:
+    path = finished / "preprocessor.json"
+    data = json.loads(path.read_text())
+    data["scaler"]["std"][0] = -1.0
+    path.write_text(json.dumps(data))
+    refused(predict(finished, bars_file), "scaler.std")
+
+
+def test_non_finite_weights_are_refused(finished: Path, bars_file: Path) -> None:
+    path = finished / "model.safetensors"
+    state = load_file(path)
+    name = next(iter(state))
+    state[name] = state[name] * float("nan")
+    save_file(state, path)
+    refused(predict(finished, bars_file), name, "NaN")
+
+
+def test_oversized_json_is_refused_before_parsing(finished: Path, bars_file: Path) -> None:
+    (finished / "config.json").write_bytes(b" " * (17 << 20) + b"{}")
+    refused(predict(finished, bars_file), "config.json", "bytes")
+
+
+def resume(finished: Path, bars_file: Path) -> list[str]:
+    return ["train", "--parquet-file", bars_file, *SMALL, "--epochs", "2", "--resume", finished]
+
+
+def last_checkpoint(finished: Path) -> Path:
+    return sorted(p for p in (finished / "checkpoints").iterdir() if p.is_dir())[-1]
+
+
+@pytest.mark.parametrize("entry", ["/etc/hostname", "../x", "a/b", "..", "", "x\x00y"])
+def test_manifest_entries_must_be_plain_names(finished: Path, bars_file: Path, entry: str) -> None:
+    ckpt = last_checkpoint(finished)
+    manifest = json.loads((ckpt / "manifest.json").read_text())
+    manifest["files"][entry] = {"bytes": 10, "sha256": "0" * 64}
+    (ckpt / "manifest.json").write_text(json.dumps(manifest))
+    refused(resume(finished, bars_file), "manifest.json", "plain file name")
+
+
+def test_manifest_sizes_are_bounded(finished: Path, bars_file: Path) -> None:
+    ckpt = last_checkpoint(finished)
+    manifest = json.loads((ckpt / "manifest.json").read_text())
+    manifest["files"]["model.safetensors"]["bytes"] = 20 << 30 << 2  # 80 GB
+    (ckpt / "manifest.json").write_text(json.dumps(manifest))
+    refused(resume(finished, bars_file), "manifest.json", "refused without reading")
+
+
+def test_a_file_larger_than_its_manifest_is_not_read(finished: Path, bars_file: Path) -> None:
+    ckpt = last_checkpoint(finished)
+    with (ckpt / "rng.safetensors").open("ab") as f:
+        f.truncate(1 << 30)  # a sparse 1 GiB file: reading it would be the bug
+    refused(resume(finished, bars_file), "rng.safetensors", "truncated or altered")
+
+
+def test_a_symlink_out_of_the_checkpoint_is_refused(finished: Path, bars_file: Path) -> None:
+    ckpt = last_checkpoint(finished)
+    outside = finished.parent / "outside.bin"
+    shutil.copy(ckpt / "rng.safetensors", outside)
+    (ckpt / "rng.safetensors").unlink()
+    os.symlink(outside, ckpt / "rng.safetensors")
+    refused(resume(finished, bars_file), "rng.safetensors", "not a regular file")
+
+
+def test_the_untouched_run_still_loads(finished: Path, bars_file: Path) -> None:
+    before = snapshot(finished)
+    assert cli(predict(finished, bars_file))[0] == 0
+    assert snapshot(finished) == before
+
+
+@pytest.mark.parametrize(
+    ("file", "change", "says"),
+    [
+        ("config.json", {"model": {"hidden_size": 10**7}}, "GiB"),
+        ("config.json", {"bogus": {}}, "bogus"),
+        ("preprocessor.json", {"target_scaler": {"scale": 0.0}}, "target_scaler.scale"),
+    ],
+)
+def test_an_int8_export_is_checked_like_a_run(
+    finished: Path, bars_file: Path, file: str, change: dict[str, Any], says: str
+) -> None:
+    assert cli(["export", finished, "--dynamic"])[0] == 0
+    export = finished / "int8-dynamic"
+    doc = json.loads((export / file).read_text())
+    for key, value in change.items():
+        doc[key] = {**doc[key], **value} if isinstance(doc.get(key), dict) else value
+    (export / file).write_text(json.dumps(doc))
+    refused(predict(export, bars_file), file, says)
