@@ -184,3 +184,18 @@ def test_the_data_pipeline_feeds_the_model_typed_batches() -> None:
     assert batch.target is not None and batch.target.shape == (4, 3)
     out = TemporalFusionTransformer(cfg).eval()(batch)
     assert out.quantiles.shape == (4, 3, len(cfg.quantiles))
+
+
+def test_parameter_gradients_have_the_strides_of_their_parameters(small_config, make_batch):
+    """DDP's gradient buckets expect each gradient laid out like its parameter; a single
+    variable's [1, d] bias gradient sliced from a wider one has a leading stride that
+    ``is_contiguous()`` does not see, and DDP warns and copies every step."""
+    from foxhunt.model.variable_grns import _strided
+
+    cfg = small_config(num_static=1, static_cardinalities=())
+    model = TemporalFusionTransformer(cfg).train()
+    batch = make_batch(cfg)
+    assert batch.target is not None
+    quantile_loss(model(batch).quantiles, batch.target, cfg.quantiles).backward()
+    strided = [n for n, p in model.named_parameters() if p.grad is not None and _strided(p.grad)]
+    assert strided == []

@@ -120,7 +120,18 @@ class _ContiguousGrad(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> Tensor:
-        return grad.contiguous()
+        # not .contiguous(): a [1, d] slice with a leading stride counts as contiguous, keeps
+        # that stride, and one variable's bias gradient would still miss the bucket layout
+        return grad.clone(memory_format=torch.contiguous_format) if _strided(grad) else grad
+
+
+def _strided(t: Tensor) -> bool:
+    """Whether ``t``'s strides differ from a fresh contiguous tensor's of its shape."""
+    expected, step = [], 1
+    for size in reversed(t.shape):
+        expected.append(step)
+        step *= size
+    return t.stride() != tuple(reversed(expected))
 
 
 def _carry_one(augmented: Tensor, width: int) -> Tensor:
