@@ -17,7 +17,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from foxhunt.baselines import FittedBaselines
 from foxhunt.data import Preprocessor
+from foxhunt.data.volatility import MINUTES_PER_DAY
 from foxhunt.errors import FoxhuntError
 from foxhunt.storage.bounded import read_bytes_bounded, read_json_bounded, regular_size
 
@@ -132,11 +134,32 @@ def read_preprocessor(
             f"{path}: lookback/horizon {pre.lookback}/{pre.horizon} differ from config.json's "
             f"{lookback}/{horizon}; the files come from different runs"
         )
-    if pre.bar_spacing_ns <= 0 or (pre.max_gap_ns is not None and pre.max_gap_ns <= 0):
-        raise RunFileError(f"{path}: bar_spacing_ns and max_gap_ns must be > 0")
+    year_ns = 366 * 24 * 3600 * 10**9  # beyond it a time step means nothing (and int64 ends)
+    gap = pre.max_gap_ns
+    if not 0 < pre.bar_spacing_ns <= year_ns or (gap is not None and not 0 < gap <= 10 * year_ns):
+        raise RunFileError(
+            f"{path}: bar_spacing_ns must be in (0, 1 year] and max_gap_ns in (0, 10 years]"
+        )
     if not pre.symbols.categories:
         raise RunFileError(f"{path}: symbols.categories is empty")
+    check_volatility_profile(path, pre)
     return pre
+
+
+def check_volatility_profile(path: Path, pre: Preprocessor) -> None:
+    """The baseline scale's inputs: a sane window, one positive finite value per bucket."""
+    window = pre.baseline_window
+    if isinstance(window, bool) or not isinstance(window, int) or not 2 <= window <= 100_000:
+        raise RunFileError(f"{path}: baseline_window must be an int in [2, 100000], got {window}")
+    if pre.profile is None:
+        return
+    bucket, values = pre.profile.bucket_minutes, np.asarray(pre.profile.values)
+    if not 1 <= bucket <= MINUTES_PER_DAY or values.shape != (-(-MINUTES_PER_DAY // bucket),):
+        raise RunFileError(
+            f"{path}: profile.bucket_minutes must be in [1, 1440] with one value per bucket"
+        )
+    if not (np.isfinite(values).all() and (values > 0).all() and values.max() < 1e6):
+        raise RunFileError(f"{path}: profile.values must be finite and in (0, 1e6)")
 
 
 def read_metrics(path: Path, quantiles: tuple[float, ...]) -> dict[str, Any]:
@@ -260,4 +283,8 @@ def read_baseline_state(path: Path, *, horizon: int, quantiles: int) -> dict[str
         field = non_numeric_tree(saved["volatility"], "volatility")
         if field is not None:
             raise RunFileError(f"{path}: {field} must be a number; the file is damaged")
+        try:  # numbers, but do they make a forecast? (huge ones overflow to inf quantiles)
+            FittedBaselines.from_state_dict(saved["volatility"])
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise RunFileError(f"{path}: volatility: {exc}; the file is damaged") from None
     return {**saved, "historical_quantiles": table.tolist()}  # floats, whatever JSON held

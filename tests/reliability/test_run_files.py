@@ -60,6 +60,10 @@ def test_unknown_config_section_is_refused(finished: Path, bars_file: Path) -> N
         ({"target_scaler": {"scale": "big"}}, "preprocessor.json"),
         ({"lookback": 99}, "lookback"),
         ({"scaler": None}, "preprocessor.json"),
+        ({"bar_spacing_ns": 10**20}, "bar_spacing_ns"),
+        ({"baseline_window": 10**20}, "baseline_window"),
+        ({"profile": {"bucket_minutes": 5, "values": [float("nan")] * 288}}, "profile.values"),
+        ({"profile": {"bucket_minutes": 10**20, "values": [1.0]}}, "profile.bucket_minutes"),
     ],
 )
 def test_preprocessor_fields_are_checked(
@@ -156,3 +160,24 @@ def test_an_int8_export_is_checked_like_a_run(
         doc[key] = {**doc[key], **value} if isinstance(doc.get(key), dict) else value
     (export / file).write_text(json.dumps(doc))
     refused(predict(export, bars_file), file, says)
+
+
+@pytest.mark.parametrize(
+    ("garch", "says"),
+    [
+        ({"omega": 1e308, "alpha": 0.1, "beta": 0.8, "nu": 6.0}, "finite"),  # inf variance
+        ({"omega": 0.1, "alpha": 0.5, "beta": 0.6, "nu": 6.0}, "does not revert"),
+        ({"omega": 0.1, "alpha": 0.1, "beta": 0.8, "nu": 1.5}, "no variance"),
+    ],
+)
+def test_baseline_state_that_makes_no_forecast_is_refused(
+    finished: Path, bars_file: Path, garch: dict[str, float], says: str
+) -> None:
+    """Numbers in baseline.json that overflow the GARCH or profile forecast to inf are refused
+    by `evaluate`, not turned into a table of inf losses."""
+    path = finished / "baseline.json"
+    data = json.loads(path.read_text())
+    data["volatility"]["garch_t"]["0"] = garch
+    path.write_text(json.dumps(data))
+    args = ["evaluate", finished, "--parquet-file", bars_file]
+    refused(args, "baseline.json", "garch_t", says)

@@ -56,14 +56,25 @@ class FittedBaselines:
 
     @classmethod
     def from_state_dict(cls, state: dict[str, Any]) -> FittedBaselines:
+        """Inverse of ``state_dict``; ValueError naming the field that makes no forecast."""
         garch: dict[int, GarchT | str] = {
             int(c): str(g["error"]) if "error" in g else GarchT(**g)
             for c, g in state["garch_t"].items()
         }
+        for code, params in garch.items():
+            if isinstance(params, GarchT) and (problem := params.problem()) is not None:
+                raise ValueError(f"garch_t of symbol {code}: {problem}")
         profiles = {
             int(c): IntradayProfile.from_state_dict(p) for c, p in state["profiles"].items()
         }
-        return cls(int(state["window"]), profiles, garch)
+        for code, profile in profiles.items():
+            values = profile.values
+            if not (np.isfinite(values).all() and (values > 0).all() and values.max() < 1e6):
+                raise ValueError(f"profile of symbol {code}: values must be finite, in (0, 1e6)")
+        window = int(state["window"])
+        if window < 2:
+            raise ValueError(f"window {window} must be >= 2")
+        return cls(window, profiles, garch)
 
 
 def adjusted_returns(bars: BarReturns, rows: slice, profile: IntradayProfile) -> np.ndarray:

@@ -48,6 +48,23 @@ class GarchT:
     def persistence(self) -> float:
         return self.alpha + self.beta
 
+    def problem(self) -> str | None:
+        """Why these parameters make no usable forecast (None: they do): the variance must
+        stay positive and finite (omega > 0, alpha, beta >= 0, alpha + beta < 1) and the
+        unit-variance t needs nu > 2."""
+        values = asdict(self)
+        if not all(np.isfinite(v) for v in values.values()):
+            return f"non-finite parameters {values}"
+        if self.omega <= 0 or self.alpha < 0 or self.beta < 0:
+            return f"omega must be > 0 and alpha, beta >= 0, got {values}"
+        if self.persistence >= 1:
+            return f"alpha + beta = {self.persistence:g} >= 1: the variance does not revert"
+        if self.nu <= 2:
+            return f"nu = {self.nu:g} <= 2: the t distribution has no variance"
+        if self.omega / (1 - self.persistence) > 1e8:  # bp²: a 100% standard deviation per bar
+            return f"unconditional variance {self.omega / (1 - self.persistence):g} bp² is not finite in practice"
+        return None
+
     def state_dict(self) -> dict[str, float]:
         return asdict(self)
 
@@ -71,8 +88,8 @@ def fit_garch_t(u: np.ndarray) -> GarchT:
         log.warning("GARCH fit: %s", w.message)
     p = result.params
     params = GarchT(float(p["omega"]), float(p["alpha[1]"]), float(p["beta[1]"]), float(p["nu"]))
-    if not all(np.isfinite(list(asdict(params).values()))):
-        raise GarchFitError(f"non-finite parameters {params}")
+    if (problem := params.problem()) is not None:
+        raise GarchFitError(problem)
     return params
 
 
