@@ -122,3 +122,11 @@ def test_other_ranks_log_warnings_only() -> None:
     finally:
         logger.setLevel(level)
         logger.handlers[:] = handlers
+
+
+def test_gloo_timeouts_in_any_wording_are_collective_failures() -> None:
+    from foxhunt.training.distributed import is_collective_failure
+
+    assert is_collective_failure(RuntimeError("Application timeout caused pair closure"))
+    assert is_collective_failure(RuntimeError("[gloo/transport] Timed out waiting 5000ms"))
+    assert not is_collective_failure(RuntimeError("mat1 and mat2 shapes cannot be multiplied"))

@@ -163,7 +163,17 @@ def active() -> bool:
 
 
 #: How gloo and nccl word a lost peer or a timeout, when they raise a plain RuntimeError.
-COLLECTIVE_FAILURE_MARKS = ("gloo", "NCCL", "c10d", "Connection closed", "Connection reset")
+# gloo's own words vary with timing: a peer past the timeout shows as "Timed out waiting", or
+# as "Application timeout caused pair closure" with no "gloo" in the text at all
+COLLECTIVE_FAILURE_MARKS = (
+    "gloo",
+    "NCCL",
+    "c10d",
+    "Connection closed",
+    "Connection reset",
+    "pair closure",
+    "Timed out waiting",
+)
 
 
 def is_collective_failure(exc: BaseException) -> bool:
