@@ -5,7 +5,7 @@ scoring layer calls in). The intraday profile and the causal RMS are the data la
 (``data/volatility.py``), the very ones the model's baseline scale uses. See docs/forecasting.md, "Baselines".
 """
 
-from foxhunt.baselines.bars import BASIS_POINTS, BarReturns, minute_of_day
+from foxhunt.baselines.bars import BASIS_POINTS, BarReturns
 from foxhunt.baselines.forecast import (
     NAMES,
     FittedBaselines,
@@ -13,6 +13,7 @@ from foxhunt.baselines.forecast import (
     forecast_baselines,
 )
 from foxhunt.baselines.garch import GarchFitError, GarchT, fit_garch_t
+from foxhunt.data.volatility import minute_of_day
 
 __all__ = [
     "BASIS_POINTS",

@@ -43,8 +43,3 @@ class BarReturns:
         ):
             if stop > start:
                 yield int(codes[start]), slice(int(start), int(stop))
-
-
-def minute_of_day(times: pd.DatetimeIndex) -> np.ndarray:
-    """[N] int64 minute of the day in the times' own timezone (0..1439)."""
-    return (times.hour.to_numpy() * 60 + times.minute.to_numpy()).astype(np.int64)

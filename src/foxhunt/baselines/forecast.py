@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from foxhunt.baselines.bars import BarReturns, minute_of_day
+from foxhunt.baselines.bars import BarReturns
 from foxhunt.baselines.garch import (
     GarchFitError,
     GarchT,
@@ -27,7 +27,7 @@ from foxhunt.baselines.garch import (
     variance_paths,
 )
 from foxhunt.baselines.realized import DEFAULT_WINDOW, gaussian_quantiles
-from foxhunt.data.volatility import MINUTES_PER_DAY, IntradayProfile, causal_rms
+from foxhunt.data.volatility import MINUTES_PER_DAY, IntradayProfile, causal_rms, minute_of_day
 
 FLAT = IntradayProfile(1, np.ones(MINUTES_PER_DAY))  # a symbol never fitted: no intraday shape
 

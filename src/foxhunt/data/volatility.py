@@ -24,9 +24,9 @@ DEFAULT_SHRINKAGE = 10.0
 MINUTES_PER_DAY = 1440
 
 
-def minute_of_day(times: pd.DatetimeIndex, timezone: str) -> np.ndarray:
-    """[N] int64 minute of day (0..1439) in local time of `timezone`."""
-    local = times.tz_convert(timezone) if times.tz is not None else times
+def minute_of_day(times: pd.DatetimeIndex, timezone: str | None = None) -> np.ndarray:
+    """[N] int64 minute of day (0..1439) in local time of `timezone` (None: the times' own)."""
+    local = times.tz_convert(timezone) if timezone and times.tz is not None else times
     return (local.hour.to_numpy() * 60 + local.minute.to_numpy()).astype(np.int64)
 
 

@@ -66,7 +66,6 @@ from foxhunt.training.metrics import (
 )
 from foxhunt.training.precision import autocast_dtype
 from foxhunt.training.resume import checkpoint_location, load_saved_preprocessor
-from foxhunt.training.scale_baseline import gaussian_scale_forecast
 from foxhunt.training.trainer import Trainer
 
 log = logging.getLogger("foxhunt.train")
@@ -131,18 +130,6 @@ def score(
 def results_table(metrics: dict[str, Any], quantiles: tuple[float, ...]) -> str:
     rows = {"tft": metrics["test"], **metrics["baselines"]}
     return format_table(rows, quantiles, metrics["unit"])
-
-
-def validation_baseline(
-    data: PreparedData, quantiles: tuple[float, ...], unit: float
-) -> dict[str, Any] | None:
-    """The realized-vol baseline on the validation windows, from their own scale (what an
-    untrained output="baseline" model forecasts): the score the model must beat to be kept."""
-    forecast = gaussian_scale_forecast(data.validation, quantiles)
-    if forecast is None or len(forecast) == 0:
-        return None
-    target = window_targets(data.validation) * unit
-    return {"realized_vol": forecast_metrics(forecast * unit, target, quantiles)}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -295,8 +282,14 @@ def train(
     check_finite_forecasts(pred, "test")  # a NaN model is never saved
     pred, target = pred * scale, target * scale
     metrics = score(pred, target, historical, model_config.quantiles, vol=vol)
-    if (validation := validation_baseline(data, model_config.quantiles, scale)) is not None:
-        metrics["validation_baselines"] = validation
+    if len(data.validation):  # the score a trained model must beat to be kept over the baseline
+        realized = vol_baselines(fitted, bars, data.validation, model_config.quantiles)
+        observed = window_targets(data.validation) * scale
+        metrics["validation_baselines"] = {
+            "realized_vol": forecast_metrics(
+                realized["realized_vol"], observed, model_config.quantiles
+            )
+        }
     everyone = all_baselines(historical, pred.shape, vol)
     frame = forecast_frame(data.test, pred, target, model_config.quantiles, everyone)
     write_forecasts(output_dir / FORECASTS_FILE, frame)
