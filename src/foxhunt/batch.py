@@ -25,6 +25,9 @@ class TFTBatch:
     #: [B, H] float: the rolling-volatility baseline's standard deviation of each target, in
     #: scaled target units; the "baseline" output form forecasts relative to it
     scale: Tensor | None = None
+    #: [B, K] float: log(fast / base volatility) at the anchor, K = 1 or 0 signals
+    #: (DataConfig.fast_window); the "baseline" output learns how much to lean on it
+    vol_signal: Tensor | None = None
 
     @property
     def batch_size(self) -> int:

@@ -142,6 +142,9 @@ def read_preprocessor(
         )
     if not pre.symbols.categories:
         raise RunFileError(f"{path}: symbols.categories is empty")
+    windows = pre.spec.volatility_windows
+    if not all(2 <= w <= 100_000 for w in windows):  # rolling() would overflow or refuse
+        raise RunFileError(f"{path}: spec.volatility_windows must be ints in [2, 100000]")
     check_volatility_profile(path, pre)
     return pre
 
@@ -151,6 +154,11 @@ def check_volatility_profile(path: Path, pre: Preprocessor) -> None:
     window = pre.baseline_window
     if isinstance(window, bool) or not isinstance(window, int) or not 2 <= window <= 100_000:
         raise RunFileError(f"{path}: baseline_window must be an int in [2, 100000], got {window}")
+    fast = pre.fast_window
+    if isinstance(fast, bool) or not isinstance(fast, int) or fast == 1 or not 0 <= fast < window:
+        raise RunFileError(
+            f"{path}: fast_window must be 0 or an int in [2, baseline_window = {window}), got {fast}"
+        )
     if pre.profile is None:
         return
     bucket, values = pre.profile.bucket_minutes, np.asarray(pre.profile.values)

@@ -155,10 +155,12 @@ def test_train_predict_evaluate_report_with_the_baseline_output(
     run = tmp_path / "baseline"
     args = ["train", "--parquet-file", str(bars_file), *SMALL, "--epochs", "2"]
     flags = ["--output", "baseline", "--learn-spread", "--loss-weighting", "inverse_scale"]
+    flags.append("--no-calibrate")  # so the initial weights are the plain baseline
     assert main([*args, *flags, "--validate-initial", "--output-dir", str(run)]) == 0
     config = json.loads((run / "config.json").read_text())
     assert config["model"]["output"] == "baseline" and config["model"]["learn_spread"]
     assert config["training"]["loss_weighting"] == "inverse_scale"
+    assert config["training"]["calibrate"] is False and config["model"]["vol_signals"] == 1
     metrics = json.loads((run / "metrics.json").read_text())
     initial = metrics["training"]["initial_val_loss"]
     assert metrics["training"]["best_val_loss"] <= initial  # the baseline was a candidate

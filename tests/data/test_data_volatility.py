@@ -134,3 +134,58 @@ def test_profile_is_fitted_on_training_rows_only(tmp_path) -> None:  # type: ign
         config = DataConfig(path=tmp_path / f"{name}.parquet", **SMALL)
         profiles.append(prepare_data(config).preprocessor.profile)
     assert profiles[0] == profiles[1]
+
+
+def test_vol_signal_is_the_log_ratio_of_fast_to_base_volatility(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    frame = _two_symbols()
+    path = tmp_path / "bars.parquet"
+    frame.to_parquet(path)
+    preprocessor = prepare_data(DataConfig(path=path, **SMALL, fast_window=5)).preprocessor
+    assert preprocessor.fast_window == 5
+    dataset = preprocessor.dataset(frame)
+    batch = dataset[9]
+    anchor = int(batch.anchor[0])  # type: ignore[index]
+    encoded = preprocessor.encode(frame, min_rows=1)
+    minutes = minute_of_day(encoded.times, preprocessor.timezone)
+    assert preprocessor.profile is not None
+    adjusted = encoded.features.returns / preprocessor.profile(minutes)
+
+    def rms(n: int) -> float:
+        return float(np.sqrt(np.mean(adjusted[anchor - n + 1 : anchor + 1] ** 2)))
+
+    assert batch.vol_signal is not None and batch.vol_signal.shape == (1, 1)
+    np.testing.assert_allclose(float(batch.vol_signal[0, 0]), np.log(rms(5) / rms(20)), rtol=1e-5)
+    latest = preprocessor.latest(frame).batch.vol_signal
+    assert latest is not None and latest.shape == (2, 1) and np.isfinite(latest.numpy()).all()
+    state = preprocessor.state_dict()
+    assert Preprocessor.from_state_dict(state).fast_window == 5
+    del state["fast_window"]  # a run saved before the field: no signal
+    old = Preprocessor.from_state_dict(state)
+    assert old.fast_window == 0 and old.dataset(frame)[0].vol_signal is None
+
+
+def test_a_future_spike_moves_no_earlier_vol_signal(fitted: Preprocessor) -> None:
+    frame = _two_symbols().sort_values(["symbol", "timestamp"], kind="stable")
+    frame = frame.reset_index(drop=True)
+
+    def signals(f: pd.DataFrame) -> dict[int, float]:
+        dataset = fitted.dataset(f)
+        batch = dataset.__getitems__(list(range(len(dataset))))
+        assert batch.vol_signal is not None and batch.anchor is not None
+        return dict(zip(batch.anchor.tolist(), batch.vol_signal[:, 0].tolist(), strict=True))
+
+    before = signals(frame)
+    spiked = frame.copy()
+    row = 400
+    spiked.loc[row, ["close", "high"]] = spiked.loc[row, "close"] * 1.05
+    after = signals(spiked)
+    changed = [a for a in before if before[a] != after[a]]
+    assert changed and min(changed) >= row
+
+
+@pytest.mark.parametrize("fast", [1, -1, 20, 64])
+def test_fast_window_must_be_shorter_than_the_baseline_window(fast: int) -> None:
+    from foxhunt.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="fast_window"):
+        DataConfig(**SMALL, fast_window=fast)

@@ -95,3 +95,35 @@ def test_the_default_is_the_baseline_form_and_old_runs_load_as_direct() -> None:
     del fields["output"]
     assert TFTConfig(**fields).output == "baseline"  # what `foxhunt train` trains by default
     assert TFTConfig.from_dict(fields).output == "direct"  # a config.json from before the field
+
+
+def test_signal_weight_leans_the_scale_toward_the_fast_volatility() -> None:
+    cfg = small_config(output="baseline", vol_signals=1, quantiles=(0.1, 0.5, 0.9))
+    model = TemporalFusionTransformer(cfg).eval()
+    batch = make_batch(cfg, batch_size=6)
+    assert batch.scale is not None and batch.vol_signal is not None
+    z = torch.special.ndtri(torch.tensor([0.1, 0.5, 0.9], dtype=torch.float64)).float()
+    assert torch.equal(model(batch).quantiles, batch.scale[..., None] * z)  # w starts at 0
+    assert model.baseline is not None and model.baseline.signal_weight is not None
+    with torch.no_grad():
+        model.baseline.signal_weight.fill_(0.5)
+    # base * exp(0.5 log(fast / base)) = sqrt(base * fast): the geometric mean of the two
+    fast = batch.scale * batch.vol_signal.exp()
+    want = torch.sqrt(batch.scale * fast)[..., None] * z
+    torch.testing.assert_close(model(batch).quantiles, want)
+
+
+def test_a_model_with_signals_needs_them() -> None:
+    cfg = small_config(output="baseline", vol_signals=1)
+    model = TemporalFusionTransformer(cfg)
+    batch = replace(make_batch(cfg), vol_signal=None)
+    with pytest.raises(ValueError, match=r"batch.vol_signal: this model leans on 1"):
+        model(batch)
+    with pytest.raises(ConfigError, match="vol_signals"):
+        small_config(output="direct", vol_signals=1)
+
+
+def test_configs_saved_before_signals_load_without_them() -> None:
+    saved = small_config(output="baseline").to_dict()
+    del saved["vol_signals"]
+    assert TFTConfig.from_dict(saved).vol_signals == 0

@@ -47,6 +47,25 @@ def test_a_config_too_large_for_memory_is_refused_with_its_size(
     refused(predict(finished, bars_file), f"hidden_size={hidden}", "GiB")
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("hidden_size", 10**9, "too large to represent"),  # int64 overflow in a weight's size
+        ("num_past", 10**20, "num_past"),
+        ("horizon", 2**31 - 1, "horizon"),  # the causal mask alone: H x (L + H) bytes
+        ("horizon", 10**9, "GiB"),
+        ("lstm_layers", 2**31 - 1, "lstm_layers"),  # a module per layer: never built
+        ("static_cardinalities", [10**20], "static_cardinalities"),
+        ("vol_signals", 10**20, "vol_signals"),
+    ],
+)
+def test_absurd_model_sizes_are_refused_before_anything_is_built(
+    finished: Path, bars_file: Path, field: str, value: object, says: str
+) -> None:
+    edit_json(finished / "config.json", {field: value}, "model")
+    refused(predict(finished, bars_file), "config.json" if says != "GiB" else "GiB", says)
+
+
 def test_unknown_config_section_is_refused(finished: Path, bars_file: Path) -> None:
     edit_json(finished / "config.json", {"optimizer": {"lr": 1}})
     refused(predict(finished, bars_file), "config.json", "optimizer")
@@ -64,6 +83,16 @@ def test_unknown_config_section_is_refused(finished: Path, bars_file: Path) -> N
         ({"baseline_window": 10**20}, "baseline_window"),
         ({"profile": {"bucket_minutes": 5, "values": [float("nan")] * 288}}, "profile.values"),
         ({"profile": {"bucket_minutes": 10**20, "values": [1.0]}}, "profile.bucket_minutes"),
+        ({"fast_window": 10**20}, "fast_window"),
+        ({"fast_window": 1}, "fast_window"),
+        (
+            {"spec": {"volatility_windows": [10**20], "observed_columns": [], "known_columns": []}},
+            "volatility_windows",
+        ),
+        (
+            {"spec": {"volatility_windows": [-1], "observed_columns": [], "known_columns": []}},
+            "volatility_windows",
+        ),
     ],
 )
 def test_preprocessor_fields_are_checked(

@@ -67,14 +67,22 @@ def register(sub: Any) -> None:
     )
     m.add_argument(
         "--learn-spread",
-        action="store_true",
-        help="with --output baseline: learn a factor per horizon step and quantile on z_q",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="with --output baseline (default there): learn a factor per horizon step and "
+        "quantile on z_q",
     )
     m.add_argument(
         "--baseline-window",
         type=int,
         default=64,
         help="bars of the rolling volatility behind the baseline scale",
+    )
+    m.add_argument(
+        "--fast-window",
+        type=int,
+        default=16,
+        help="bars of a faster rolling volatility the baseline output learns to lean on (0 = none)",
     )
     m.add_argument(
         "--use-gradient-checkpointing",
@@ -122,6 +130,13 @@ def register(sub: Any) -> None:
         default=True,
         help="score validation before the first epoch; the initial weights (with --output "
         "baseline: the baseline) may stay the best",
+    )
+    t.add_argument(
+        "--calibrate",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="with --output baseline: fit the output's volatility weight (and spread) on the "
+        "training windows before the first epoch",
     )
     r = p.add_argument_group("run folder, checkpoints and memory")
     r.add_argument(
@@ -198,6 +213,7 @@ def run_config_from_args(args: argparse.Namespace) -> RunConfig:
         synthetic_days=args.synthetic_days,
         synthetic_seed=args.seed,
         baseline_window=args.baseline_window,
+        fast_window=args.fast_window,
     )
     model = TFTConfig(
         num_static=0,  # the data decides num_*: placeholders until fit_model_config
@@ -228,6 +244,7 @@ def run_config_from_args(args: argparse.Namespace) -> RunConfig:
         num_workers=args.num_workers,
         loss_weighting=args.loss_weighting,
         validate_initial=args.validate_initial,
+        calibrate=args.calibrate,
     )
     return RunConfig(data=data, model=model, training=training)
 

@@ -72,6 +72,11 @@ class DataConfig:
             (>= 2): the RMS of the last `baseline_window` returns divided by their intraday
             profile, up to the anchor bar; windows anchored in its warm-up are dropped. The
             "baseline" model output forecasts relative to it (see data/volatility.py).
+        fast_window: bars of a second, shorter rolling volatility (>= 2 and below
+            `baseline_window`; 0 = none). Each window then carries the log ratio of the fast
+            to the baseline volatility at its anchor (`TFTBatch.vol_signal`), and the
+            "baseline" output learns how far to lean toward the faster estimate: with 16 the
+            forecast's scale is about the geometric mean of the two (docs/forecasting.md).
         synthetic_days: trading sessions of synthetic bars when `path` is None (>= 1).
         synthetic_seed: seed of the synthetic bars.
         synthetic_symbols: instruments of the synthetic bars.
@@ -90,6 +95,7 @@ class DataConfig:
     known_columns: tuple[str, ...] = ()
     volatility_windows: tuple[int, ...] = (12, 48)
     baseline_window: int = 64
+    fast_window: int = 16
     synthetic_days: int = 60
     synthetic_seed: int = 0
     synthetic_symbols: tuple[str, ...] = ("ES",)
@@ -122,6 +128,13 @@ class DataConfig:
                 self.val_fraction,
                 f"val_fraction + test_fraction (= {self.val_fraction + self.test_fraction:g}) "
                 "must leave time for training: keep the sum below 1",
+            )
+        fast = self.fast_window
+        if not _is_int(fast) or fast < 0 or fast == 1 or fast >= self.baseline_window:
+            raise _fail(
+                "fast_window",
+                fast,
+                f"must be 0 (none) or an integer in [2, baseline_window = {self.baseline_window})",
             )
         windows = self.volatility_windows
         if any(not _is_int(w) or w < 2 for w in windows) or len(set(windows)) != len(windows):

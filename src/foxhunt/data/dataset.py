@@ -31,6 +31,7 @@ class WindowDataset(Dataset[TFTBatch]):
         symbol_codes  [N] int64       encoded symbol of each bar
         base_volatility [N] float32   baseline volatility known at each bar (None: no scale)
         profile       [N] float32     intraday relative volatility of each bar
+        vol_signal    [N] float32     log(fast / base volatility) at each bar (None: none)
     and `anchors` [W] int64, the row of the last observed bar of each window. Window i is
     rows anchors[i]-L+1 .. anchors[i] (past) and anchors[i]+1 .. anchors[i]+H (future,
     target); nothing is copied per window. The baseline's standard deviation of each target
@@ -51,6 +52,7 @@ class WindowDataset(Dataset[TFTBatch]):
         symbols: Sequence[str],
         base_volatility: Tensor | None = None,
         profile: Tensor | None = None,
+        vol_signal: Tensor | None = None,
     ) -> None:
         if (base_volatility is None) != (profile is None):
             raise ValueError("give base_volatility and profile together, or neither")
@@ -65,6 +67,7 @@ class WindowDataset(Dataset[TFTBatch]):
         self.symbols = tuple(symbols)  # code -> name
         self.base_volatility = base_volatility
         self.profile = profile
+        self.vol_signal = vol_signal
         self._past_offsets = torch.arange(-lookback + 1, 1)
         self._future_offsets = torch.arange(1, horizon + 1)
 
@@ -93,6 +96,9 @@ class WindowDataset(Dataset[TFTBatch]):
         if self.base_volatility is not None and self.profile is not None:
             profile = self.profile.index_select(0, future_rows).view(batch, horizon)
             scale = self.base_volatility.index_select(0, anchor)[:, None] * profile
+        signal = None
+        if self.vol_signal is not None:
+            signal = self.vol_signal.index_select(0, anchor)[:, None]
         return TFTBatch(
             static=torch.zeros(batch, 0),
             past=past,  # [B, L, P]
@@ -101,6 +107,7 @@ class WindowDataset(Dataset[TFTBatch]):
             static_categorical=self.symbol_codes.index_select(0, anchor)[:, None],  # [B, 1]
             anchor=anchor,  # [B]
             scale=scale,  # [B, H]
+            vol_signal=signal,  # [B, 1]
         )
 
     def anchor_frame(self, anchors: Tensor | np.ndarray | Sequence[int]) -> pd.DataFrame:

@@ -124,6 +124,7 @@ def fit_preprocessor(
         symbols=symbols,
         profile=profile,
         baseline_window=config.baseline_window,
+        fast_window=config.fast_window,
     )
 
 

@@ -54,6 +54,7 @@ class Preprocessor:
     symbols: CategoryEncoder
     profile: IntradayProfile | None = None  # None: a version-1 run, no baseline scale
     baseline_window: int = 64  # bars of the rolling base volatility
+    fast_window: int = 0  # bars of the fast volatility behind TFTBatch.vol_signal; 0 = none
 
     @property
     def target_scale(self) -> float:
@@ -104,6 +105,7 @@ class Preprocessor:
             window=self.baseline_window,
             target_scale=self.target_scale,
             gaps=gap_flags(encoded.symbol_codes, encoded.times_ns, self.max_gap_ns),
+            fast_window=self.fast_window,
         )
 
     def ready_anchors(
@@ -124,12 +126,14 @@ class Preprocessor:
         targets = torch.from_numpy(self.target_scaler.transform(encoded.features.returns))
         codes = torch.from_numpy(encoded.symbol_codes.astype(np.int64))
         baseline = self.baseline(encoded)
-        volatility = profile = None
+        volatility = profile = signal = None
         if baseline is not None:
             if not all(baseline.ready[rows].all() for rows in anchors.values()):
                 raise DataError("an anchor lies in the base volatility's warm-up")
             volatility = torch.from_numpy(baseline.volatility.astype(np.float32))
             profile = torch.from_numpy(baseline.profile.astype(np.float32))
+            if baseline.signal is not None:
+                signal = torch.from_numpy(baseline.signal.astype(np.float32))
         return {
             name: WindowDataset(
                 past_values=values,
@@ -143,6 +147,7 @@ class Preprocessor:
                 symbols=self.symbols.categories,
                 base_volatility=volatility,
                 profile=profile,
+                vol_signal=signal,
             )
             for name, rows in anchors.items()
         }
@@ -181,7 +186,9 @@ class Preprocessor:
         self._check_latest(encoded, rows)
         future, future_times = self._future_known(encoded, ends)
         baseline = self.baseline(encoded)
-        scale = None
+        scale = signal = None
+        if baseline is not None and baseline.signal is not None:
+            signal = torch.from_numpy(baseline.signal[ends][:, None].astype(np.float32))
         if baseline is not None and self.profile is not None:  # next H bars' profile
             minutes = minute_of_day(pd.DatetimeIndex(np.concatenate(future_times)), self.timezone)
             future_profile = self.profile(minutes).reshape(len(ends), self.horizon)
@@ -194,6 +201,7 @@ class Preprocessor:
             static_categorical=torch.from_numpy(encoded.symbol_codes[ends][:, None].copy()),
             anchor=torch.from_numpy(ends.astype(np.int64)),
             scale=scale,
+            vol_signal=signal,
         )
         names = tuple(self.symbols.categories[c] for c in encoded.symbol_codes[ends])
         return LatestWindows(batch, names, encoded.times[ends], future_times)
@@ -259,6 +267,7 @@ class Preprocessor:
             "symbols": self.symbols.state_dict(),
             "profile": None if self.profile is None else self.profile.state_dict(),
             "baseline_window": self.baseline_window,
+            "fast_window": self.fast_window,
         }
 
     @classmethod
@@ -280,6 +289,7 @@ class Preprocessor:
             symbols=CategoryEncoder.from_state_dict(state["symbols"]),
             profile=None if profile is None else IntradayProfile.from_state_dict(profile),
             baseline_window=int(state.get("baseline_window", 64)),
+            fast_window=int(state.get("fast_window", 0)),  # absent before it existed: none
         )
 
     def save(self, path: str | Path) -> None:

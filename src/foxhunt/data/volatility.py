@@ -99,6 +99,10 @@ def _smooth_seen(level: np.ndarray, seen: np.ndarray) -> np.ndarray:
     return np.where(seen, num / np.maximum(den, 1.0), level)
 
 
+#: |log ratio| cap of the fast-vs-base signal: e^4 ~ 55x, beyond any real regime change
+SIGNAL_LIMIT = 4.0
+
+
 def causal_rms(values: np.ndarray, window: int, series_starts: np.ndarray) -> np.ndarray:
     """[N] RMS of the finite values among values[t-window+1 .. t] for each row t, within its own
     series (rows are series after series); NaN until window // 2 finite values are behind it.
@@ -116,6 +120,9 @@ class BaselineRows:
 
     volatility: np.ndarray  # [N] float64, NaN in each series' warm-up
     profile: np.ndarray  # [N] float64
+    #: [N] float64 log(fast volatility / volatility) at each row (0 where either is unknown
+    #: or zero); None without a fast window
+    signal: np.ndarray | None = None
 
     @property
     def ready(self) -> np.ndarray:
@@ -132,10 +139,20 @@ def baseline_rows(
     window: int,
     target_scale: float,
     gaps: np.ndarray | None = None,
+    fast_window: int = 0,
 ) -> BaselineRows:
     """Base volatility and profile of every row, both from data up to the row itself; returns
-    spanning a gap (``gaps`` [N] True) are left out of the volatility, as from the profile."""
+    spanning a gap (``gaps`` [N] True) are left out of the volatility, as from the profile.
+    With `fast_window`, also the log ratio of a `fast_window`-bar RMS to the base one."""
     relative = profile(minutes)
     usable = returns if gaps is None else np.where(gaps, np.nan, returns)
-    volatility = causal_rms(usable / relative, window, series_starts) / target_scale
-    return BaselineRows(volatility, relative)
+    adjusted = usable / relative
+    volatility = causal_rms(adjusted, window, series_starts) / target_scale
+    signal = None
+    if fast_window:
+        fast = causal_rms(adjusted, fast_window, series_starts) / target_scale
+        with np.errstate(divide="ignore", invalid="ignore"):
+            signal = np.log(fast / volatility)
+        # a flat stretch (zero volatility) or a warm-up says nothing: no lean either way
+        signal = np.clip(np.where(np.isfinite(signal), signal, 0.0), -SIGNAL_LIMIT, SIGNAL_LIMIT)
+    return BaselineRows(volatility, relative, signal)

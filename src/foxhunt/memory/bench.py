@@ -99,6 +99,9 @@ def random_batch(
         scale=torch.rand(batch_size, cfg.horizon, generator=g) + 0.5
         if cfg.output == "baseline"
         else None,
+        vol_signal=torch.randn(batch_size, cfg.vol_signals, generator=g) * 0.3
+        if cfg.vol_signals
+        else None,
     ).to(device)
 
 

@@ -1,12 +1,15 @@
 """The "baseline" output form: quantiles relative to a volatility baseline's Gaussian ones.
 
-    quantile_q = scale * (z_q * exp(a_hq) + correction_q)
+    quantile_q = scale * exp(w . signal) * (z_q * exp(a_hq) + correction_q)
 
 `scale` [B, H] is the baseline's standard deviation of each target (batch.scale), z_q the
 standard normal quantile of level q, `correction` the output head's value in standardized
-units and `a` an optional learned log-spread per horizon step and quantile. The head and `a`
-start at zero, so an untrained model forecasts exactly the baseline's Gaussian quantiles and
-training only has to learn where the baseline is wrong.
+units, `a` an optional learned log-spread per horizon step and quantile, and `signal` [B, K]
+optional volatility signals (batch.vol_signal: log of a fast volatility over the base one)
+with learned weights `w`. With w = 1/2 the scale is the geometric mean of the two
+volatilities: a log-linear (HAR-like) volatility forecast. The head, `a` and `w` start at
+zero, so an untrained model forecasts exactly the baseline's Gaussian quantiles and training
+only has to learn where the baseline is wrong.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ class BaselineQuantiles(nn.Module):
 
     z: Tensor  # [Q] standard normal quantiles of the levels
 
-    def __init__(self, quantiles: Sequence[float], horizon: int, *, learn_spread: bool) -> None:
+    def __init__(
+        self, quantiles: Sequence[float], horizon: int, *, learn_spread: bool, signals: int = 0
+    ) -> None:
         super().__init__()
         z = torch.special.ndtri(torch.tensor(tuple(quantiles), dtype=torch.float64))
         # derived from the config, not learned: kept out of the state dict
@@ -30,9 +35,13 @@ class BaselineQuantiles(nn.Module):
         self.log_spread = (
             nn.Parameter(torch.zeros(horizon, len(quantiles))) if learn_spread else None
         )  # [H, Q]
+        self.signal_weight = nn.Parameter(torch.zeros(signals)) if signals else None  # [K]
 
-    def forward(self, correction: Tensor, scale: Tensor) -> Tensor:
+    def forward(self, correction: Tensor, scale: Tensor, signal: Tensor | None = None) -> Tensor:
         z = self.z
         if self.log_spread is not None:
             z = z * self.log_spread.exp()  # [H, Q]
+        if self.signal_weight is not None:
+            assert signal is not None  # check_batch
+            scale = scale * (signal @ self.signal_weight).exp().unsqueeze(-1)  # [B, H]
         return scale.unsqueeze(-1) * (z + correction)  # [B, H, Q]

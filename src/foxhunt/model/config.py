@@ -22,6 +22,8 @@ SEGMENTS = (
 )
 CHECKPOINT_MODES = ("none", "full")
 OUTPUTS = ("direct", "baseline")
+MAX_LSTM_LAYERS = 64
+MAX_VOL_SIGNALS = 8  # a handful of volatility estimates; more is a mistake, not a model
 
 
 def _fail(name: str, value: object, fix: str) -> ConfigError:
@@ -70,9 +72,16 @@ class TFTConfig:
     exactly the baseline (model/baseline_head.py). Batches must then carry ``scale``.
     "direct": the quantiles themselves (eq. 23 of the paper; runs saved before this field
     existed load as "direct")."""
-    learn_spread: bool = False
+    learn_spread: bool | None = None
     """With output="baseline": also learn a factor exp(a) per horizon step and quantile on
-    z_q (a starts at 0), i.e. how much wider or narrower than Gaussian each quantile is."""
+    z_q (a starts at 0), i.e. how much wider or narrower than Gaussian each quantile is.
+    None (the default) = on for output="baseline", off for "direct"; runs saved before the
+    default changed load with False."""
+    vol_signals: int = 0
+    """With output="baseline": volatility signals the baseline leans on (batch.vol_signal
+    [B, K], each the log ratio of a faster volatility to the base one): the scale becomes
+    batch.scale * exp(w . signal), w learned and starting at 0. Set from the data (1 when
+    DataConfig.fast_window is on); 0 for runs saved before the field existed."""
     checkpointing: str | tuple[str, ...] = "none"
     """Activation checkpointing policy: "none", "full", or a tuple of names from ``SEGMENTS``.
     The model built from this config is checkpointed accordingly (by ``apply_checkpointing``,
@@ -88,6 +97,8 @@ class TFTConfig:
         _check_int(self.lookback, "lookback", 1)
         _check_int(self.horizon, "horizon", 1)
         _check_int(self.lstm_layers, "lstm_layers", 1)
+        if self.lstm_layers > MAX_LSTM_LAYERS:  # a module per layer: a huge count never builds
+            raise _fail("lstm_layers", self.lstm_layers, f"must be <= {MAX_LSTM_LAYERS}")
         if self.hidden_size % self.attention_heads:
             raise _fail(
                 "attention_heads",
@@ -97,7 +108,9 @@ class TFTConfig:
         cards = self.static_cardinalities
         if isinstance(cards, list):
             object.__setattr__(self, "static_cardinalities", cards := tuple(cards))
-        if not isinstance(cards, tuple) or not all(_is_int(c) and c >= 1 for c in cards):
+        if not isinstance(cards, tuple) or not all(
+            _is_int(c) and 1 <= c <= MAX_SIZE for c in cards
+        ):
             raise _fail(
                 "static_cardinalities", cards, "give a tuple of ints >= 1, one per categorical"
             )
@@ -109,10 +122,17 @@ class TFTConfig:
         self._check_checkpointing()
         if self.output not in OUTPUTS:
             raise _fail("output", self.output, f"use one of {OUTPUTS}")
+        if self.learn_spread is None:
+            object.__setattr__(self, "learn_spread", self.output == "baseline")
         if not isinstance(self.learn_spread, bool):
             raise _fail("learn_spread", self.learn_spread, "must be True or False")
         if self.learn_spread and self.output != "baseline":
             raise _fail("learn_spread", True, 'only applies to output="baseline"; set it there')
+        _check_int(self.vol_signals, "vol_signals", 0)
+        if self.vol_signals > MAX_VOL_SIGNALS:
+            raise _fail("vol_signals", self.vol_signals, f"must be <= {MAX_VOL_SIGNALS}")
+        if self.vol_signals and self.output != "baseline":
+            raise _fail("vol_signals", self.vol_signals, 'only applies to output="baseline"')
 
     def _check_quantiles(self) -> None:
         qs = self.quantiles
@@ -165,7 +185,8 @@ class TFTConfig:
     def from_dict(cls, d: dict[str, Any]) -> TFTConfig:
         """Inverse of ``to_dict``; unknown keys raise ConfigError naming them."""
         check_known_fields(cls, d, "TFTConfig")
-        kwargs = {"output": "direct", **d}  # saved before the field existed: direct
+        # saved before these fields existed: their values then
+        kwargs = {"output": "direct", "learn_spread": False, "vol_signals": 0, **d}
         for key in ("static_cardinalities", "quantiles"):
             if isinstance(kwargs.get(key), list):
                 kwargs[key] = tuple(kwargs[key])
@@ -179,9 +200,16 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+#: No size field of a model that fits in any memory comes near this; above it torch's own
+#: size arguments overflow (int64) before the memory check can say so.
+MAX_SIZE = 2**31 - 1
+
+
 def _check_int(value: object, name: str, minimum: int) -> None:
     if not _is_int(value):
         raise _fail(name, value, f"must be an int >= {minimum}")
     assert isinstance(value, int)
     if value < minimum:
         raise _fail(name, value, f"must be >= {minimum}")
+    if value > MAX_SIZE:
+        raise _fail(name, value, f"must be <= {MAX_SIZE}")

@@ -17,9 +17,21 @@ LOAD_BYTES_PER_PARAMETER = 4
 
 def parameter_count(config: TFTConfig) -> int:
     """Exact, without allocating: the model is built on the meta device."""
-    with torch.device("meta"):
-        model = TemporalFusionTransformer(config)
+    try:
+        with torch.device("meta"):
+            model = TemporalFusionTransformer(config)
+    except (RuntimeError, OverflowError):  # a size product beyond int64: no memory holds it
+        raise ConfigError(
+            f"model config (hidden_size={config.hidden_size}, lookback={config.lookback}, "
+            f"horizon={config.horizon}) describes a model too large to represent; "
+            "use smaller sizes (a damaged config.json?)"
+        ) from None
     return sum(p.numel() for p in model.parameters())
+
+
+def buffer_bytes(config: TFTConfig) -> int:
+    """The one size-dependent buffer: the decoder's causal mask, H x (L + H) bools."""
+    return config.horizon * (config.lookback + config.horizon)
 
 
 def check_fits_in_memory(
@@ -27,7 +39,7 @@ def check_fits_in_memory(
 ) -> int:
     """Refuse a model whose parameters alone exceed the available RAM; returns the count."""
     params = parameter_count(config)
-    need = params * per_parameter
+    need = params * per_parameter + buffer_bytes(config)
     available = psutil.virtual_memory().available
     if need > available:
         raise ConfigError(

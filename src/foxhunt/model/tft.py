@@ -74,7 +74,10 @@ class TemporalFusionTransformer(nn.Module):
             nn.init.zeros_(self.output_head.weight)
             nn.init.zeros_(self.output_head.bias)
             self.baseline = BaselineQuantiles(
-                cfg.quantiles, cfg.horizon, learn_spread=cfg.learn_spread
+                cfg.quantiles,
+                cfg.horizon,
+                learn_spread=bool(cfg.learn_spread),
+                signals=cfg.vol_signals,
             )
         apply_checkpointing(self, cfg.checkpointing)  # the one transform; a no-op for "none"
 
@@ -102,7 +105,7 @@ class TemporalFusionTransformer(nn.Module):
         quantiles = self.output_head(fused)  # [B, H, Q]
         if self.baseline is not None:
             assert batch.scale is not None  # check_batch
-            quantiles = self.baseline(quantiles, batch.scale)
+            quantiles = self.baseline(quantiles, batch.scale, batch.vol_signal)
         return TFTOutput(
             quantiles=quantiles,
             static_weights=static_weights,
@@ -151,6 +154,14 @@ def check_batch(batch: TFTBatch, cfg: TFTConfig) -> None:
                 '(version 2: retrain) or a model with output="direct"'
             )
         _check(batch.scale, "batch.scale", [b, cfg.horizon], b, floating=True)
+    if cfg.vol_signals:
+        if batch.vol_signal is None:
+            raise ValueError(
+                f"batch.vol_signal: this model leans on {cfg.vol_signals} volatility signal(s), "
+                f"shape [{b}, {cfg.vol_signals}], got None; use windows from its own run's "
+                "preprocessor (DataConfig.fast_window)"
+            )
+        _check(batch.vol_signal, "batch.vol_signal", [b, cfg.vol_signals], b, floating=True)
 
 
 def _check(t: object, name: str, shape: list[int], b: int, floating: bool) -> None:

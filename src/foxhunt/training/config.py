@@ -42,6 +42,10 @@ class TrainingConfig:
         validate_initial: score the validation split once before the first epoch, so the
             initial weights compete for the best epoch; with output="baseline" they are the
             rolling-volatility baseline, which the kept model then never loses to on validation.
+        calibrate: with output="baseline", fit the output's volatility-signal weight (and
+            spread, with learn_spread) on the training windows by L-BFGS before the first
+            epoch (training/calibrate.py); the initial weights are then that calibrated
+            forecast. False: they start at zero (the plain baseline).
     """
 
     epochs: int = 10
@@ -60,6 +64,7 @@ class TrainingConfig:
     num_workers: int = 0
     loss_weighting: str = "none"
     validate_initial: bool = True
+    calibrate: bool = True
 
     def __post_init__(self) -> None:
         positive = ("epochs", "batch_size", "eval_batch_size", "max_nonfinite_steps")
@@ -82,10 +87,11 @@ class TrainingConfig:
                 f"training.loss_weighting must be one of {LOSS_WEIGHTINGS}, "
                 f"got {self.loss_weighting!r}"
             )
-        if not isinstance(self.validate_initial, bool):
-            raise ConfigError(
-                f"training.validate_initial must be True or False, got {self.validate_initial!r}"
-            )
+        for name in ("validate_initial", "calibrate"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(
+                    f"training.{name} must be True or False, got {getattr(self, name)!r}"
+                )
         if self.precision not in PRECISIONS:
             raise ConfigError(
                 f"training.precision must be one of {PRECISIONS}, got {self.precision!r}"

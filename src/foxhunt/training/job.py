@@ -39,6 +39,7 @@ from foxhunt.run import (
 )
 from foxhunt.storage import atomic_write_json
 from foxhunt.storage.remote import open_storage
+from foxhunt.training.calibrate import calibrate_baseline
 from foxhunt.training.checkpoint import Checkpointer, resume_point
 from foxhunt.training.comparison import (
     FORECASTS_FILE,
@@ -92,6 +93,8 @@ def fit_model_config(config: TFTConfig, data: PreparedData) -> TFTConfig:
         num_future=len(schema.future_names),
         lookback=data.train.lookback,
         horizon=data.train.horizon,
+        # the signal is the data's (fast_window); only the baseline output leans on it
+        vol_signals=1 if data.preprocessor.fast_window and config.output == "baseline" else 0,
     )
 
 
@@ -213,6 +216,15 @@ def train(
         if options.identity is not None:
             write_identity(output_dir, options.identity)
         save_qat_config(output_dir, qat)  # marks a QAT run: load_run re-applies prepare_qat
+    if config.training.calibrate and not options.resume:  # a resumed run restores its own
+        record = calibrate_baseline(
+            model,
+            data.train,
+            model_config.quantiles,
+            loss_weighting=config.training.loss_weighting,
+        )
+        if record is not None and ctx.is_main:
+            append_history(output_dir, record)
     storage = open_storage(checkpoint_location(output_dir, options))
     checkpointer = Checkpointer(
         storage,
