@@ -87,7 +87,7 @@ class Trainer:
     ) -> None:
         self.config = config
         #: windows per forward/backward; a step accumulates the gradients of its micro-batches
-        #: (None = the whole batch at once). Set by the memory planner, see memory/plan.py.
+        #: (None = the whole batch at once). Set from the memory plan, see training/memory.py.
         self.micro_batch_size = micro_batch_size
         self.device = resolve_device(config.device, local_rank if world_size > 1 else None)
         #: decided here, before any step: a device that cannot run it raises ConfigError
