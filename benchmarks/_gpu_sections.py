@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 
 from _gpu_sizes import Sizes
-from foxhunt.memory.bench import random_batch, step_loss
+from foxhunt.bench.memory import random_batch
 from foxhunt.memory.profiler import MemoryProfiler
 from foxhunt.model.reference import (
     ReferenceVariableSelectionNetwork,
@@ -27,6 +27,7 @@ from foxhunt.model.reference import (
 )
 from foxhunt.model.tft import TemporalFusionTransformer
 from foxhunt.model.variable_selection import VariableSelectionNetwork
+from foxhunt.task import batch_loss
 
 MiB = 1 << 20
 
@@ -55,7 +56,7 @@ def amp_bf16(sizes: Sizes, device: torch.device) -> dict[str, Any]:
     probe = copy.deepcopy(base)  # a bf16 step on a throwaway copy: some CPUs cannot run it
     try:
         with torch.autocast(device.type, dtype=torch.bfloat16):
-            step_loss(probe, batches[0], cfg.quantiles).backward()
+            batch_loss(probe, batches[0], cfg.quantiles).backward()
     except RuntimeError as err:  # e.g. oneDNN without bf16 LSTM support on AVX2-only CPUs
         return {
             "status": "unsupported",
@@ -72,7 +73,7 @@ def amp_bf16(sizes: Sizes, device: torch.device) -> dict[str, Any]:
             torch.manual_seed(1000 + i)  # the same dropout masks in both precisions
             optimizer.zero_grad(set_to_none=True)
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-                loss = step_loss(model, batches[i], cfg.quantiles)
+                loss = batch_loss(model, batches[i], cfg.quantiles)
             loss.backward()
             optimizer.step()
             return float(loss.item())
@@ -215,7 +216,7 @@ def profiler(sizes: Sizes, device: torch.device) -> dict[str, Any]:
 
     def step() -> None:
         optimizer.zero_grad(set_to_none=True)
-        step_loss(model, batch, cfg.quantiles).backward()
+        batch_loss(model, batch, cfg.quantiles).backward()
         optimizer.step()
 
     step()  # Adam's state and the allocator's pools exist before the measured epochs

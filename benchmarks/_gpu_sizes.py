@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from foxhunt.memory.bench import PRESETS, with_overrides
+from foxhunt.bench.memory import PRESETS, with_overrides
 from foxhunt.model.config import TFTConfig
 
 

@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from foxhunt.task import pinball as pinball_loss
+
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "ES_FUT_60d_5min.parquet"
 BASELINES = ("realized_vol", "garch_t", "historical_quantiles")
 
@@ -28,10 +30,7 @@ BASELINES = ("realized_vol", "garch_t", "historical_quantiles")
 def pinball(frame: pd.DataFrame, prefix: str, quantiles: list[float]) -> np.ndarray:
     """[rows] mean pinball loss over the quantiles of the forecaster whose columns start so."""
     realized = frame["realized_bp"].to_numpy()
-    losses = []
-    for q in quantiles:
-        error = realized - frame[f"{prefix}q{q:g}"].to_numpy()
-        losses.append(np.maximum(q * error, (q - 1) * error))
+    losses = [pinball_loss(frame[f"{prefix}q{q:g}"].to_numpy(), realized, q) for q in quantiles]
     return np.mean(losses, axis=0)
 
 

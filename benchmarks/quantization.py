@@ -36,9 +36,10 @@ from foxhunt.quant import QATConfig
 from foxhunt.quant.export import INT8_WEIGHTS_FILE, export_run, load_export
 from foxhunt.quant.kernel import available as int8_kernel
 from foxhunt.run import BASELINE_FILE, WEIGHTS_FILE, RunConfig, load_run, read_json
+from foxhunt.task import bp_per_unit, score
 from foxhunt.training.config import TrainingConfig
 from foxhunt.training.inference import predict_windows
-from foxhunt.training.job import BASIS_POINTS, JobOptions, score, train
+from foxhunt.training.job import JobOptions, train
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "ES_FUT_60d_5min.parquet"
 
@@ -63,7 +64,7 @@ def test_loss(folder: Path, config: RunConfig) -> float:
     data = prepare_data(config.data, preprocessor=loaded.preprocessor)
     pred, target, _ = predict_windows(loaded.model, data.test, batch_size=512)
     assert target is not None
-    scale = loaded.preprocessor.target_scale * BASIS_POINTS
+    scale = bp_per_unit(loaded.preprocessor)
     historical = np.asarray(read_json(folder / BASELINE_FILE)["historical_quantiles"])
     quantiles = loaded.config.model.quantiles
     return float(

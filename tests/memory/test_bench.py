@@ -9,21 +9,21 @@ import pytest
 import torch
 
 from foxhunt import TemporalFusionTransformer, TFTConfig
-from foxhunt.cli import main
-from foxhunt.memory.bench import (
+from foxhunt.bench.memory import (
     PRESETS,
     QUANTILES_7,
-    batch_tensors,
     default_modes,
     mode_policy,
     random_batch,
     run_benchmark,
-    step_loss,
 )
+from foxhunt.bench.table import format_table
+from foxhunt.cli import main
+from foxhunt.memory.moments import batch_tensors
 from foxhunt.memory.peak import LiveStorageTracker
-from foxhunt.memory.table import format_table
 from foxhunt.model.checkpointing import apply_checkpointing
 from foxhunt.model.config import SEGMENTS
+from foxhunt.task import batch_loss
 
 SMALL = {"batch_size": 4, "hidden_size": 16, "lookback": 8, "horizon": 2}
 
@@ -62,7 +62,7 @@ def test_tracker_agrees_with_torch_memtracker() -> None:
     ours = LiveStorageTracker()
     ours.track(*model.parameters(), *model.buffers(), *batch_tensors(batch))
     with theirs, ours:  # both watch the same step (MemTracker's hooks hold tensors a bit longer)
-        step_loss(model, batch, cfg.quantiles).backward()
+        batch_loss(model, batch, cfg.quantiles).backward()
     assert ours.peak == theirs.get_tracker_snapshot("peak")[torch.device("cpu")]["Total"]
 
 

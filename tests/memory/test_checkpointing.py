@@ -10,11 +10,11 @@ import pytest
 import torch
 from torch import Tensor, nn
 from torch.utils._pytree import tree_map_only
+from verify import check_checkpointing
 
 from foxhunt import TemporalFusionTransformer, TFTBatch, TFTConfig
+from foxhunt.bench.memory import random_batch
 from foxhunt.errors import ConfigError
-from foxhunt.memory.bench import random_batch, step_loss
-from foxhunt.memory.verify import check_checkpointing
 from foxhunt.model.checkpointing import (
     CheckpointedForward,
     apply_checkpointing,
@@ -22,6 +22,7 @@ from foxhunt.model.checkpointing import (
     remove_checkpointing,
 )
 from foxhunt.model.config import SEGMENTS
+from foxhunt.task import batch_loss
 
 
 def small_config(**overrides: Any) -> TFTConfig:
@@ -50,7 +51,7 @@ def setup(seed: int = 0) -> tuple[TemporalFusionTransformer, TFTBatch, Callable[
     torch.manual_seed(seed)
     model = TemporalFusionTransformer(cfg).train()
     batch = random_batch(cfg, 5, seed=seed)
-    return model, batch, lambda: step_loss(model, batch, cfg.quantiles)
+    return model, batch, lambda: batch_loss(model, batch, cfg.quantiles)
 
 
 @pytest.mark.parametrize("policy", ["full", *SEGMENTS])
@@ -143,7 +144,7 @@ def test_fifty_adamw_steps_give_the_same_loss_curve() -> None:
         for step in range(50):
             batch = random_batch(cfg, 8, seed=step % 5)
             optimizer.zero_grad(set_to_none=True)
-            loss = step_loss(model, batch, cfg.quantiles)
+            loss = batch_loss(model, batch, cfg.quantiles)
             loss.backward()
             optimizer.step()
             losses.append(loss.item())

@@ -14,20 +14,22 @@ from pathlib import Path
 import pytest
 import torch
 
+from foxhunt.bench.accuracy import REFERENCE_CASES, check_predictions, format_checks
+from foxhunt.bench.memory import PRESETS, random_batch
 from foxhunt.data import DataConfig, prepare_data
 from foxhunt.errors import ConfigError
-from foxhunt.memory.accuracy import REFERENCE_CASES, check_predictions, format_checks
-from foxhunt.memory.bench import PRESETS, batch_tensors, random_batch
 from foxhunt.memory.budget import CostTable, predict_peak
+from foxhunt.memory.moments import batch_tensors
 from foxhunt.memory.oom import parse_budget
-from foxhunt.memory.plan import measure_costs, plan_trainer
-from foxhunt.memory.startup import first_training_batch
+from foxhunt.memory.plan import measure_costs
 from foxhunt.model.checkpointing import apply_checkpointing, checkpointed_segments
 from foxhunt.model.config import SEGMENTS, TFTConfig
 from foxhunt.model.tft import TemporalFusionTransformer
 from foxhunt.run import HISTORY_FILE, RunConfig
+from foxhunt.task import loss_of
 from foxhunt.training.config import TrainingConfig
 from foxhunt.training.job import JobOptions, fit_model_config, train
+from foxhunt.training.memory import first_training_batch, plan_trainer
 from foxhunt.training.trainer import Trainer
 
 TINY = TFTConfig(
@@ -49,7 +51,7 @@ def test_cost_table_from_the_probe() -> None:
     torch.manual_seed(5)
     expected_next = torch.rand(3)
     torch.manual_seed(5)
-    table = measure_costs(model, random_batch(TINY, 8), TINY.quantiles, repeats=1)
+    table = measure_costs(model, random_batch(TINY, 8), loss_of(model, TINY.quantiles), repeats=1)
     torch.testing.assert_close(torch.rand(3), expected_next)  # the RNG is left as it was
     assert checkpointed_segments(model) == ["lstm_encoder"] and not model.training
     names = [s.name for s in table.segments]
@@ -87,7 +89,7 @@ def test_plan_trainer_applies_checkpointing_and_micro_batches() -> None:
 
 def _table(trainer: Trainer) -> CostTable:
     batch = first_training_batch(trainer)
-    return measure_costs(trainer.model, batch, trainer.quantiles, repeats=1)
+    return measure_costs(trainer.model, batch, loss_of(trainer.model, trainer.quantiles), repeats=1)
 
 
 @pytest.fixture

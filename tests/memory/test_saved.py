@@ -9,9 +9,10 @@ from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
 from foxhunt import TemporalFusionTransformer, TFTConfig
-from foxhunt.memory.bench import measure_saved, random_batch, step_loss
-from foxhunt.memory.saved import INPUTS, TOP_LEVEL, SavedTensorMeter
+from foxhunt.bench.memory import random_batch
+from foxhunt.memory.saved import INPUTS, TOP_LEVEL, SavedTensorMeter, measure_saved
 from foxhunt.model.checkpointing import apply_checkpointing
+from foxhunt.task import batch_loss
 
 F32 = 4
 
@@ -75,7 +76,7 @@ def small_model(**overrides: Any) -> tuple[TemporalFusionTransformer, Any]:
     torch.manual_seed(0)
     model = TemporalFusionTransformer(cfg).train()
     batch = random_batch(cfg, 5)
-    return model, lambda: step_loss(model, batch, cfg.quantiles)
+    return model, lambda: batch_loss(model, batch, cfg.quantiles)
 
 
 def test_checkpointed_segment_is_charged_for_its_kept_inputs() -> None:

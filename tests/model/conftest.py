@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from foxhunt import TFTBatch, TFTConfig
-from foxhunt.memory.bench import random_batch
+from foxhunt.bench.memory import random_batch
 
 
 def small_config(**overrides: object) -> TFTConfig:

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from foxhunt import TFTBatch, TFTConfig
+from foxhunt.bench.memory import random_batch
 from foxhunt.errors import ConfigError
-from foxhunt.memory.bench import random_batch
 from foxhunt.model.loss import quantile_loss
 from foxhunt.model.tft import TemporalFusionTransformer
 

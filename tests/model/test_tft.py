@@ -6,8 +6,10 @@ import pytest
 import torch
 
 from foxhunt import TemporalFusionTransformer, TFTBatch, TFTConfig, quantile_loss
-from foxhunt.memory.bench import PRESETS, measure_saved, random_batch, step_loss
+from foxhunt.bench.memory import PRESETS, random_batch
+from foxhunt.memory.saved import measure_saved
 from foxhunt.model import SEGMENTS, checkpointed_segments
+from foxhunt.task import batch_loss
 from foxhunt.training.precision import cpu_bf16_problem
 
 EXAMPLE = TFTConfig(
@@ -141,7 +143,7 @@ def test_config_checkpointing_saves_memory_at_the_reference_config() -> None:
         config = dataclasses.replace(preset.config, checkpointing=policy)
         model = TemporalFusionTransformer(config).train()
         saved[policy] = measure_saved(
-            model, lambda m=model: step_loss(m, batch, preset.config.quantiles)
+            model, lambda m=model: batch_loss(m, batch, preset.config.quantiles)
         )
     assert saved["full"].checkpoint_inputs > 0  # the meter saw what checkpointing keeps
     assert saved["full"].total <= 0.2 * saved["none"].total, (saved["full"], saved["none"])

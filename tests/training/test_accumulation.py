@@ -9,8 +9,8 @@ import pytest
 import torch
 from torch import Tensor
 
+from foxhunt.bench.memory import random_batch
 from foxhunt.data import PreparedData
-from foxhunt.memory.bench import random_batch
 from foxhunt.model.config import TFTConfig
 from foxhunt.model.tft import TemporalFusionTransformer
 from foxhunt.training.config import TrainingConfig

@@ -10,11 +10,11 @@ from typing import Any
 
 import torch
 
+from foxhunt.bench.accuracy import check_predictions, format_checks
+from foxhunt.bench.memory import PRESETS, default_modes, run_benchmark, with_overrides
+from foxhunt.bench.table import format_table
 from foxhunt.cli.common import csv_tuple
 from foxhunt.errors import ConfigError
-from foxhunt.memory.accuracy import check_predictions, format_checks
-from foxhunt.memory.bench import PRESETS, default_modes, run_benchmark, with_overrides
-from foxhunt.memory.table import format_table
 from foxhunt.model.checkpointing import resolve_policy
 from foxhunt.model.size import check_step_fits_in_memory
 

@@ -15,15 +15,14 @@ from foxhunt.cli.common import add_data_file_arguments, read_frame
 from foxhunt.run import BASELINE_FILE, load_run
 from foxhunt.run_checks import RunFileError, read_baseline_state
 from foxhunt.storage import atomic_write_json
+from foxhunt.task import all_baselines, bp_per_unit, results_table, score
 from foxhunt.training.comparison import (
-    all_baselines,
     bar_returns,
     forecast_frame,
     vol_baselines,
     write_forecasts,
 )
 from foxhunt.training.inference import predict_windows
-from foxhunt.training.job import BASIS_POINTS, results_table, score
 
 log = logging.getLogger("foxhunt.evaluate")
 
@@ -51,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     dataset = loaded.preprocessor.dataset(frame)
     pred, target, _ = predict_windows(loaded.model, dataset)
     assert target is not None
-    scale = loaded.preprocessor.target_scale * BASIS_POINTS
+    scale = bp_per_unit(loaded.preprocessor)
     pred, target = pred * scale, target * scale
     quantiles = loaded.config.model.quantiles
     saved = read_baseline_state(

@@ -12,7 +12,7 @@ import torch
 from foxhunt.cli.common import add_data_file_arguments, read_frame
 from foxhunt.run import LoadedRun, load_run
 from foxhunt.storage import atomic_write_bytes
-from foxhunt.training.job import BASIS_POINTS
+from foxhunt.task import bp_per_unit
 
 
 def register(sub: Any) -> None:
@@ -30,7 +30,7 @@ def forecast_table(loaded: LoadedRun, frame: pd.DataFrame) -> pd.DataFrame:
     latest = loaded.preprocessor.latest(frame)
     with torch.no_grad():
         out = loaded.model(latest.batch)
-    quantiles = out.quantiles.numpy() * loaded.preprocessor.target_scale * BASIS_POINTS
+    quantiles = out.quantiles.numpy() * bp_per_unit(loaded.preprocessor)
     rows = []
     for b, symbol in enumerate(latest.symbols):
         for step, when in enumerate(latest.timestamps_for(b)):

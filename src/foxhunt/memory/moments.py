@@ -26,6 +26,7 @@ import torch
 from torch import Tensor, nn
 from torch.utils._pytree import tree_flatten
 
+from foxhunt.batch import TFTBatch
 from foxhunt.memory.peak import LiveStorageTracker
 
 FORWARD = "forward"  # the moment name of forward + loss (+ backward up to the first segment)
@@ -37,6 +38,19 @@ def tensor_bytes(tensors: Sequence[Tensor]) -> int:
     """Bytes of distinct storages among ``tensors``."""
     seen = {id(t.untyped_storage()): t.untyped_storage().nbytes() for t in tensors}
     return sum(seen.values())
+
+
+def batch_tensors(batch: TFTBatch) -> list[Tensor]:
+    """The tensors of ``batch`` a step keeps alive (anchors excluded)."""
+    fields = (
+        batch.static,
+        batch.past,
+        batch.future,
+        batch.target,
+        batch.static_categorical,
+        batch.scale,
+    )
+    return [t for t in fields if t is not None]
 
 
 def state_bytes(model: nn.Module) -> int:

@@ -1,7 +1,8 @@
 """From one probing step to a :class:`~foxhunt.memory.budget.CostTable`, and a plan applied.
 
-``measure_costs(model, batch, quantiles)`` runs the model on a probe batch and on its first
-half, each measurement on its own pass so no instrument disturbs another, inside a forked RNG:
+``measure_costs(model, batch, loss)`` runs ``loss`` (the task's forward + loss through
+``model``, :func:`foxhunt.task.loss_of`) on a probe batch and on its first half, each
+measurement on its own pass so no instrument disturbs another, inside a forked RNG:
 
 1. plain forward + loss under :class:`SavedTensorMeter`: bytes each segment saves for backward;
 2. every segment checkpointed: bytes each segment still keeps (its inputs, the RNG state);
@@ -16,42 +17,41 @@ The fixed bytes are parameters and buffers, AdamW's two moments (2x the paramete
 CUDA, what was allocated before the probe besides the model and the batch (the runtime
 baseline). Per-sample numbers are the slope between the two sizes, what does not scale the
 intercept: the probe may be smaller than the training batch (a micro-batch that surely fits)
-and the table still predicts the full batch. Nothing here reads the step it predicts.
+and the table still predicts the full batch. Nothing here reads the step it predicts, nor knows
+the trainer: ``foxhunt.training.memory`` probes its next batch and applies the plan to it.
 """
 
 from __future__ import annotations
 
-import logging
+import functools
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from foxhunt.batch import TFTBatch
-from foxhunt.memory.bench import batch_tensors, measure_saved
 from foxhunt.memory.budget import CostTable, MemoryPlan, SegmentCost, Working, plan_memory
-from foxhunt.memory.moments import FORWARD, moment_peaks, state_bytes, tensor_bytes
-from foxhunt.memory.saved import INPUTS
+from foxhunt.memory.moments import (
+    FORWARD,
+    LossFn,
+    batch_tensors,
+    moment_peaks,
+    state_bytes,
+    tensor_bytes,
+)
+from foxhunt.memory.saved import INPUTS, measure_saved
 from foxhunt.model.checkpointing import (
     apply_checkpointing,
     checkpointed_segments,
     remove_checkpointing,
 )
 from foxhunt.model.config import SEGMENTS
-from foxhunt.model.loss import quantile_loss
-
-if TYPE_CHECKING:
-    from foxhunt.training.trainer import Trainer
-
-log = logging.getLogger("foxhunt.memory")
+from foxhunt.task import BatchLoss
 
 ADAMW_STATE_FACTOR = 2  # exp_avg and exp_avg_sq, each the size of the parameters
-
-LossFn = Callable[[], Tensor]
 
 
 def fixed_bytes(model: nn.Module, extra_bytes: float = 0.0) -> float:
@@ -63,9 +63,8 @@ def fixed_bytes(model: nn.Module, extra_bytes: float = 0.0) -> float:
 def measure_costs(
     model: nn.Module,
     batch: TFTBatch,
-    quantiles: Sequence[float],
+    loss: BatchLoss,
     *,
-    autocast: Callable[[], Any] | None = None,
     runtime_bytes: float | None = None,
     repeats: int = 2,
 ) -> CostTable:
@@ -73,9 +72,9 @@ def measure_costs(
 
     Memory is an affine function of the batch size: the slope between the two sizes is the
     per-sample cost, the intercept what does not scale (block buffers, gradients).
-    ``autocast`` returns the training autocast context; ``runtime_bytes`` overrides the
-    measured runtime baseline. The model's checkpointing, training mode and the RNG are
-    restored afterwards.
+    ``loss(batch)`` is the training step's forward + loss through ``model`` (its autocast
+    included); ``runtime_bytes`` overrides the measured runtime baseline. The model's
+    checkpointing, training mode and the RNG are restored afterwards.
     """
     big = batch.batch_size
     small = max(1, big // 2)
@@ -88,14 +87,12 @@ def measure_costs(
     half = _head(batch, small)
     try:
         with torch.random.fork_rng(devices=[device.index or 0] if device.type == "cuda" else []):
-            hi = _probe(model, full, _loss_fn(model, full, quantiles, autocast), names)
-            lo_loss = _loss_fn(model, half, quantiles, autocast)
+            hi = _probe(model, full, functools.partial(loss, full), names)
+            lo_loss = functools.partial(loss, half)
             lo = hi if small == big else _probe(model, half, lo_loss, names)
             grads = [p.grad for p in model.parameters() if p.grad is not None]  # lo's
             accumulated = moment_peaks(model, lo_loss, names, [*batch_tensors(half), *grads])
-            seconds = segment_seconds(
-                model, _loss_fn(model, full, quantiles, autocast), names, repeats
-            )
+            seconds = segment_seconds(model, functools.partial(loss, full), names, repeats)
     finally:
         apply_checkpointing(model, before)
         model.train(was_training)
@@ -184,23 +181,6 @@ def _head(batch: TFTBatch, n: int) -> TFTBatch:
     return replace(part, **copies)
 
 
-def _loss_fn(
-    model: nn.Module,
-    batch: TFTBatch,
-    quantiles: Sequence[float],
-    autocast: Callable[[], Any] | None,
-) -> LossFn:
-    assert batch.target is not None, "the probe batch carries targets"
-    target = batch.target
-
-    def loss_fn() -> Tensor:
-        with autocast() if autocast is not None else _null():
-            out = model(batch)
-        return quantile_loss(out.quantiles.float(), target, quantiles)
-
-    return loss_fn
-
-
 def segment_seconds(
     model: nn.Module, loss_fn: LossFn, names: Sequence[str], repeats: int
 ) -> dict[str, float]:
@@ -245,39 +225,22 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-@contextmanager
-def _null() -> Iterator[None]:
-    yield
-
-
 def plan_for_batch(
     model: nn.Module,
     batch: TFTBatch,
-    quantiles: Sequence[float],
+    loss: BatchLoss,
     *,
     budget_bytes: float,
     probe_size: int | None = None,
-    autocast: Callable[[], Any] | None = None,
 ) -> tuple[MemoryPlan, CostTable]:
     """Probe on the first ``probe_size`` samples of ``batch`` and plan for all of it."""
     probe = batch if probe_size is None else batch.slice(0, min(probe_size, batch.batch_size))
-    table = measure_costs(model, probe, quantiles, autocast=autocast)
+    table = measure_costs(model, probe, loss)
     return plan_memory(table, budget_bytes=budget_bytes, batch_size=batch.batch_size), table
 
 
 def apply_plan(model: nn.Module, plan: MemoryPlan) -> int | None:
-    """Checkpoint the plan's segments; return the trainer's micro-batch size (None: whole)."""
+    """Checkpoint the plan's segments; return the micro-batch size the step must use (None:
+    the whole batch at once). The caller hands it to the trainer."""
     apply_checkpointing(model, plan.checkpointing)
     return plan.micro_batch_size if plan.accumulation_steps > 1 else None
-
-
-def plan_trainer(trainer: Trainer, budget_bytes: float) -> MemoryPlan:
-    """Probe the trainer's next batch, plan for ``budget_bytes``, apply it, log it."""
-    from foxhunt.memory.startup import first_training_batch  # imports the training package
-
-    batch = first_training_batch(trainer)
-    table = measure_costs(trainer.model, batch, trainer.quantiles, autocast=trainer.autocast)
-    plan = plan_memory(table, budget_bytes=budget_bytes, batch_size=batch.batch_size)
-    trainer.micro_batch_size = apply_plan(trainer.model, plan)
-    log.info("%s", plan.describe())
-    return plan

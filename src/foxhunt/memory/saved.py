@@ -18,7 +18,7 @@ checkpointing itself holds.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,7 @@ from torch.utils.weak import WeakIdKeyDictionary
 
 from foxhunt.model.checkpointing import INPUT_LISTENERS
 
+MiB = 1 << 20
 TOP_LEVEL = "(top level)"  # saved by the model's own forward, outside any named child
 INPUTS = " (inputs kept)"  # suffix: tensors a checkpointed segment keeps for its recompute
 
@@ -140,3 +141,12 @@ class SavedTensorMeter:
 
 def _unpack(tensor: Tensor) -> Tensor:
     return tensor
+
+
+def measure_saved(model: nn.Module, loss_fn: Callable[[], Tensor]) -> SavedReport:
+    """Bytes saved for backward by one forward + loss; the graph is dropped, not run."""
+    with SavedTensorMeter(model) as meter:
+        loss = loss_fn()
+    report = meter.report()  # while ``loss`` keeps the graph alive
+    del loss
+    return report

@@ -1,61 +1,47 @@
-"""What checkpointing saves on this run's first training batch: measured, logged at startup."""
+"""What checkpointing saves on this run's first training batch: measured, logged at startup.
+
+``foxhunt.training.memory`` hands in the trainer's model, its next batch and the task's loss.
+"""
 
 from __future__ import annotations
 
+import functools
 import gc
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
-from torch import Tensor
+from torch import nn
 
 from foxhunt.batch import TFTBatch
-from foxhunt.memory.bench import MiB, measure_saved
-from foxhunt.memory.saved import SavedReport
+from foxhunt.memory.saved import MiB, SavedReport, measure_saved
 from foxhunt.model.checkpointing import apply_checkpointing, remove_checkpointing
 from foxhunt.model.config import SEGMENTS
-from foxhunt.model.loss import quantile_loss
-from foxhunt.training.inference import make_loader
-
-if TYPE_CHECKING:
-    from foxhunt.training.trainer import Trainer
+from foxhunt.task import BatchLoss
 
 log = logging.getLogger("foxhunt.memory")
 
 
-def first_training_batch(trainer: Trainer) -> TFTBatch:
-    """The batch the next training step will see (also after a resume)."""
-    state = trainer.state
-    trainer.sampler.set_position(state.epoch, state.batch_in_epoch)  # fit() sets it again
-    batch: TFTBatch = next(iter(make_loader(trainer.train_set, trainer.sampler)))
-    return batch.to(trainer.device)
+def report_checkpointing(
+    model: nn.Module, batch: TFTBatch, loss: BatchLoss, segments: list[str]
+) -> dict[str, Any]:
+    """Bytes saved for backward by one forward of ``batch``, checkpointed and plain.
 
-
-def report_checkpointing(trainer: Trainer, segments: list[str]) -> dict[str, Any]:
-    """Bytes saved for backward by one forward of the first batch, checkpointed and plain.
-
-    Runs on ``trainer.model`` in training mode with the training autocast, inside a forked
-    RNG: training draws the same dropout masks as if nothing had been measured. The plain
-    forward may not fit on the device (that is why checkpointing is on): an out-of-memory
-    there is reported, not raised. Logs one line and returns a history record.
+    ``loss(batch)`` runs ``model`` in training mode (with the training autocast), inside a
+    forked RNG: training draws the same dropout masks as if nothing had been measured. The
+    plain forward may not fit on the device (that is why checkpointing is on): an
+    out-of-memory there is reported, not raised. Logs one line and returns a history record.
     """
-    model, batch = trainer.model, first_training_batch(trainer)
-    assert batch.target is not None, "training batches carry targets"
-    target = batch.target
-
-    def loss_fn() -> Tensor:
-        with trainer.autocast():
-            out = model(batch)
-        return quantile_loss(out.quantiles.float(), target, trainer.quantiles)
-
+    loss_fn = functools.partial(loss, batch)
+    device = next(model.parameters()).device
     was_training = model.training
-    devices = [trainer.device.index or 0] if trainer.device.type == "cuda" else []
+    devices = [device.index or 0] if device.type == "cuda" else []
     model.train()
     try:
         with torch.random.fork_rng(devices=devices):
             checkpointed = measure_saved(model, loss_fn)
             remove_checkpointing(model)
-            plain = _try_measure(model, loss_fn, trainer.device)
+            plain = _try_measure(model, loss_fn, device)
     finally:
         apply_checkpointing(model, segments)
         model.train(was_training)

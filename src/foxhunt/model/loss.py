@@ -11,6 +11,13 @@ from torch import Tensor
 MIN_SCALE = 1e-3
 
 
+def pinball(error: Tensor, q: Tensor | float) -> Tensor:
+    """The pinball loss of each element (eq. 24's summand): max(q * e, (q - 1) * e) for the
+    error e = target - forecast at quantile level q (broadcast against ``error``). The one
+    place the formula is written; the numpy scoring calls it in float64 (``foxhunt.task``)."""
+    return torch.maximum(q * error, (q - 1) * error)
+
+
 def quantile_loss_per_quantile(
     pred: Tensor, target: Tensor, quantiles: Sequence[float], scale: Tensor | None = None
 ) -> Tensor:
@@ -35,7 +42,7 @@ def quantile_loss_per_quantile(
     error = target.unsqueeze(-1) - pred  # [B, H, Q]
     if scale is not None:
         error = error / scale.clamp_min(MIN_SCALE).unsqueeze(-1)
-    return torch.maximum(q * error, (q - 1) * error).mean(dim=(0, 1))
+    return pinball(error, q).mean(dim=(0, 1))
 
 
 def quantile_loss(

@@ -14,8 +14,8 @@ from foxhunt.data import FeatureSchema, WindowDataset, prepare_data
 from foxhunt.errors import FoxhuntError
 from foxhunt.run import HISTORY_FILE, METRICS_FILE, load_run
 from foxhunt.run_checks import read_history_lines, read_metrics
+from foxhunt.task import bp_per_unit, calibration
 from foxhunt.training.inference import sequential_batches
-from foxhunt.training.job import BASIS_POINTS
 
 
 @dataclass(frozen=True)
@@ -40,9 +40,7 @@ class ReportData:
     @property
     def calibration(self) -> np.ndarray:
         """Observed share of targets at or below each quantile forecast: [Q]."""
-        return np.asarray(
-            [np.mean(self.targets <= self.forecasts[..., i]) for i in range(len(self.quantiles))]
-        )
+        return calibration(self.forecasts, self.targets)
 
 
 def read_history(run_dir: Path) -> list[dict[str, Any]]:
@@ -90,7 +88,7 @@ def collect(run_dir: Path, data_file: Path | None = None) -> ReportData:
             f"{data_config.path} (the run's data) is gone; pass the bars with --parquet-file"
         )
     data = prepare_data(data_config, preprocessor=loaded.preprocessor)
-    found = interpret(loaded.model, data.test, loaded.preprocessor.target_scale * BASIS_POINTS)
+    found = interpret(loaded.model, data.test, bp_per_unit(loaded.preprocessor))
     history = read_history(run_dir)
     return ReportData(
         run_dir=run_dir,

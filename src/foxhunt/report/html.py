@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from foxhunt.report.collect import ReportData, collect
 from foxhunt.report.figures import FIGURES
 from foxhunt.storage import atomic_write_bytes
-from foxhunt.training.job import results_table
+from foxhunt.task import results_table
 
 log = logging.getLogger("foxhunt.report")
 

@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from foxhunt.baselines import BASIS_POINTS, BarReturns, FittedBaselines, forecast_baselines
+from foxhunt.baselines import BarReturns, FittedBaselines, forecast_baselines
 from foxhunt.data import Preprocessor, WindowDataset
 from foxhunt.data.windows import gap_flags
 from foxhunt.storage import atomic_write_bytes
-from foxhunt.training.metrics import zero_forecast
+from foxhunt.task import bp_per_unit
 
 FORECASTS_FILE = "test_forecasts.parquet"
 
@@ -29,7 +29,7 @@ def bar_returns(
     """Every row behind `dataset` (all splits share them); rows before `train_end` are train."""
     if dataset.target_values is None:
         raise ValueError("the baselines need a dataset with targets")
-    scale = preprocessor.target_scale * BASIS_POINTS
+    scale = bp_per_unit(preprocessor)
     returns = dataset.target_values.numpy().astype(np.float64) * scale
     codes = dataset.symbol_codes.numpy()
     times_ns = dataset.timestamps.as_unit("ns").asi8
@@ -53,17 +53,6 @@ def vol_baselines(
     """{name: [W, H, Q]} forecasts of every window of `dataset`, in basis points."""
     anchors = dataset.anchors.numpy()
     return forecast_baselines(fitted, bars, anchors, horizon=dataset.horizon, quantiles=quantiles)
-
-
-def all_baselines(
-    historical: np.ndarray, shape: tuple[int, int, int], vol: dict[str, np.ndarray] | None
-) -> dict[str, np.ndarray]:
-    """{name: [W, H, Q]}: historical quantiles [H, Q] broadcast, zero, then the vol baselines."""
-    return {
-        "historical_quantiles": np.broadcast_to(historical, shape),
-        "zero": zero_forecast(*shape),
-        **(vol or {}),
-    }
 
 
 def forecast_frame(

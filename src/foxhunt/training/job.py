@@ -18,8 +18,6 @@ from foxhunt.data import PreparedData, WindowDataset, prepare_data
 from foxhunt.identity import write_identity
 from foxhunt.memory import MemoryProfiler
 from foxhunt.memory.oom import REPLAN_FRACTION, budget_bytes, fit_with_oom_guard
-from foxhunt.memory.plan import plan_trainer
-from foxhunt.memory.startup import report_checkpointing
 from foxhunt.model.checkpointing import checkpointed_segments
 from foxhunt.model.config import TFTConfig
 from foxhunt.model.size import check_step_fits_in_memory
@@ -39,11 +37,18 @@ from foxhunt.run import (
 )
 from foxhunt.storage import atomic_write_json
 from foxhunt.storage.remote import open_storage
+from foxhunt.task import (
+    all_baselines,
+    bp_per_unit,
+    forecast_metrics,
+    historical_quantile_forecast,
+    results_table,
+    score,
+)
 from foxhunt.training.calibrate import calibrate_baseline
 from foxhunt.training.checkpoint import Checkpointer, resume_point
 from foxhunt.training.comparison import (
     FORECASTS_FILE,
-    all_baselines,
     bar_returns,
     forecast_frame,
     vol_baselines,
@@ -59,20 +64,12 @@ from foxhunt.training.distributed import (
 from foxhunt.training.finite import check_finite_forecasts
 from foxhunt.training.guards import check_early_stopping
 from foxhunt.training.inference import sequential_batches
-from foxhunt.training.metrics import (
-    forecast_metrics,
-    format_table,
-    historical_quantile_forecast,
-    unavailable_metrics,
-)
+from foxhunt.training.memory import plan_trainer, report_checkpointing
 from foxhunt.training.precision import autocast_dtype
 from foxhunt.training.resume import checkpoint_location, load_saved_preprocessor
 from foxhunt.training.trainer import Trainer
 
 log = logging.getLogger("foxhunt.train")
-
-BASIS_POINTS = 1e4
-UNIT = "basis points of log return"
 
 
 @dataclass(frozen=True)
@@ -107,32 +104,6 @@ def window_targets(dataset: WindowDataset) -> np.ndarray:
 def historical_baseline(train_set: WindowDataset, quantiles: tuple[float, ...]) -> np.ndarray:
     """Per-step unconditional quantiles [H, Q] of the train targets, in basis points."""
     return historical_quantile_forecast(window_targets(train_set), quantiles, 1)[0]
-
-
-def score(
-    pred: np.ndarray,
-    target: np.ndarray,
-    historical: np.ndarray,
-    quantiles: tuple[float, ...],
-    *,
-    vol: dict[str, np.ndarray] | None = None,
-) -> dict[str, Any]:
-    """TFT metrics and the baselines on the same windows; everything in basis points. `vol`:
-    volatility baselines [N, H, Q] (comparison.py); one with NaN (not fitted) is unavailable."""
-    baselines = {}
-    for name, forecast in all_baselines(historical, pred.shape, vol).items():
-        if np.isfinite(forecast).all():
-            baselines[name] = forecast_metrics(forecast, target, quantiles)
-        else:
-            log.warning("baseline %s has no forecast for some windows; reported as NaN", name)
-            reason = "no forecast for some windows (see the log)"
-            baselines[name] = unavailable_metrics(quantiles, len(target), reason)
-    return {"unit": UNIT, "test": forecast_metrics(pred, target, quantiles), "baselines": baselines}
-
-
-def results_table(metrics: dict[str, Any], quantiles: tuple[float, ...]) -> str:
-    rows = {"tft": metrics["test"], **metrics["baselines"]}
-    return format_table(rows, quantiles, metrics["unit"])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -279,7 +250,7 @@ def train(
         )
     if not ctx.is_main:
         return JobResult(output_dir, {}, "")
-    scale = data.preprocessor.target_scale * BASIS_POINTS
+    scale = bp_per_unit(data.preprocessor)
     historical = historical_baseline(data.train, model_config.quantiles) * scale
     # fitted on the train span, then filtered forward over validation and test
     bars = bar_returns(data.test, data.preprocessor, train_end=data.summary.validation_start)

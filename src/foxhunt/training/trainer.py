@@ -19,7 +19,7 @@ from tqdm import tqdm
 from foxhunt.batch import TFTBatch
 from foxhunt.errors import FoxhuntError
 from foxhunt.memory.oom import optimizer_step_oom
-from foxhunt.model.loss import quantile_loss
+from foxhunt.task import batch_loss, pinball_total
 from foxhunt.training import precision
 from foxhunt.training.config import TrainingConfig, resolve_device
 from foxhunt.training.distributed import all_reduce_sum, rank_step_seed, wrap_ddp
@@ -87,7 +87,7 @@ class Trainer:
     ) -> None:
         self.config = config
         #: windows per forward/backward; a step accumulates the gradients of its micro-batches
-        #: (None = the whole batch at once). Set by the memory planner, see memory/plan.py.
+        #: (None = the whole batch at once). Set from the memory plan, see training/memory.py.
         self.micro_batch_size = micro_batch_size
         self.device = resolve_device(config.device, local_rank if world_size > 1 else None)
         #: decided here, before any step: a device that cannot run it raises ConfigError
@@ -122,18 +122,13 @@ class Trainer:
         return precision.autocast(self.device, self.autocast_dtype)
 
     def compute_loss(self, batch: TFTBatch) -> Tensor:
-        assert batch.target is not None, "training batches carry targets"
-        scale = None
-        if self.config.loss_weighting == "inverse_scale":
-            if batch.scale is None:
-                raise FoxhuntError(
-                    "loss_weighting 'inverse_scale' needs windows with a baseline scale "
-                    "(a version-2 preprocessor); retrain, or use loss_weighting 'none'"
-                )
-            scale = batch.scale.float()
-        with self.autocast():
-            out = self.train_model(batch)
-        return quantile_loss(out.quantiles.float(), batch.target, self.quantiles, scale)
+        return batch_loss(
+            self.train_model,
+            batch,
+            self.quantiles,
+            weighting=self.config.loss_weighting,
+            autocast=self.autocast,
+        )
 
     def train_step(self, batch: TFTBatch) -> float:
         """One optimizer step; a non-finite loss skips the update instead of poisoning weights.
@@ -238,10 +233,7 @@ class Trainer:
         shard = self._shard(dataset)
         if len(shard):  # type: ignore[arg-type]
             pred, target = self.predict(shard)
-            error = target[..., None] - pred
-            q = np.asarray(self.quantiles)
-            pinball = np.maximum(q * error, (q - 1) * error)
-            total, count = float(pinball.sum()), pinball.size
+            total, count = pinball_total(pred, target, self.quantiles)
         if self.world_size > 1:
             total, reduced = all_reduce_sum([total, count], self.device)
             count = round(reduced)

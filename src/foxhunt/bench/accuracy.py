@@ -18,13 +18,15 @@ import torch
 from torch.utils.data import Dataset
 
 from foxhunt.batch import TFTBatch
-from foxhunt.memory.bench import batch_tensors, random_batch
+from foxhunt.bench.memory import random_batch
 from foxhunt.memory.budget import MB, predict_peak
+from foxhunt.memory.moments import batch_tensors
 from foxhunt.memory.peak import LiveStorageTracker
 from foxhunt.memory.plan import measure_costs
 from foxhunt.model.checkpointing import apply_checkpointing
 from foxhunt.model.config import SEGMENTS, TFTConfig
 from foxhunt.model.tft import TemporalFusionTransformer
+from foxhunt.task import loss_of
 from foxhunt.training.config import TrainingConfig
 from foxhunt.training.trainer import Trainer
 
@@ -77,7 +79,7 @@ def check_predictions(
     torch.manual_seed(seed)
     model = TemporalFusionTransformer(cfg)
     probe = random_batch(cfg, batch_size, seed=seed + 2)
-    table = measure_costs(model, probe, cfg.quantiles, repeats=1)
+    table = measure_costs(model, probe, loss_of(model, cfg.quantiles), repeats=1)
     del probe
     training = TrainingConfig(batch_size=batch_size, device="cpu")
     trainer = Trainer(

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from foxhunt.memory.bench import BenchReport, MiB, ModeResult
+from foxhunt.bench.memory import BenchReport, ModeResult
+from foxhunt.memory.saved import MiB
 
 COLUMNS = (
     f"{'saved MiB':>10}{'kept MiB':>10}{'saving':>8}"

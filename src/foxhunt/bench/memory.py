@@ -28,14 +28,14 @@ import torch
 from torch import Tensor, nn
 
 from foxhunt.batch import TFTBatch
+from foxhunt.memory.moments import batch_tensors
 from foxhunt.memory.peak import LiveStorageTracker, cuda_peak
-from foxhunt.memory.saved import SavedReport, SavedTensorMeter
+from foxhunt.memory.saved import measure_saved
 from foxhunt.model.checkpointing import Policy, apply_checkpointing
 from foxhunt.model.config import SEGMENTS, TFTConfig
-from foxhunt.model.loss import quantile_loss
 from foxhunt.model.tft import TemporalFusionTransformer
+from foxhunt.task import batch_loss
 
-MiB = 1 << 20
 QUANTILES_7 = (0.02, 0.1, 0.25, 0.5, 0.75, 0.9, 0.98)
 
 
@@ -103,33 +103,6 @@ def random_batch(
         if cfg.vol_signals
         else None,
     ).to(device)
-
-
-def batch_tensors(batch: TFTBatch) -> list[Tensor]:
-    fields = (
-        batch.static,
-        batch.past,
-        batch.future,
-        batch.target,
-        batch.static_categorical,
-        batch.scale,
-    )
-    return [t for t in fields if t is not None]
-
-
-def step_loss(model: nn.Module, batch: TFTBatch, quantiles: Sequence[float]) -> Tensor:
-    """Forward and quantile loss; only the loss (and its graph) survives."""
-    assert batch.target is not None
-    return quantile_loss(model(batch).quantiles, batch.target, quantiles)
-
-
-def measure_saved(model: nn.Module, loss_fn: Callable[[], Tensor]) -> SavedReport:
-    """Bytes saved for backward by one forward + loss; the graph is dropped, not run."""
-    with SavedTensorMeter(model) as meter:
-        loss = loss_fn()
-    report = meter.report()  # while ``loss`` keeps the graph alive
-    del loss
-    return report
 
 
 def measure_peak(
@@ -212,7 +185,7 @@ def run_benchmark(
 
     def loss_fn() -> Tensor:
         torch.manual_seed(seed)  # the same dropout masks in every mode
-        return step_loss(model, batch, cfg.quantiles)
+        return batch_loss(model, batch, cfg.quantiles)
 
     results = []
     for mode in modes:

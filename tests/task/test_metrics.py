@@ -1,12 +1,14 @@
 import numpy as np
 import pytest
 
-from foxhunt.training.metrics import (
+from foxhunt.task import (
     forecast_metrics,
     format_table,
     historical_quantile_forecast,
     normalized_q_risk,
     pinball,
+    results_table,
+    score,
 )
 
 
@@ -58,8 +60,6 @@ def test_table_marks_best() -> None:
 
 
 def test_an_unavailable_baseline_is_a_nan_row_not_a_crash(caplog) -> None:
-    from foxhunt.training.job import results_table, score
-
     rng = np.random.default_rng(2)
     target = rng.normal(size=(20, 2))
     pred = np.broadcast_to([-1.0, 0.0, 1.0], (20, 2, 3)).copy()

@@ -6,15 +6,33 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+import torch
+from numpy.typing import ArrayLike, NDArray
+
+from foxhunt.model.loss import pinball as pinball_of_error
 
 Array = NDArray[np.float64]
 
 
-def pinball(pred: Array, target: Array, q: float) -> Array:
-    """Elementwise pinball loss of one quantile forecast. pred, target: [N, H]."""
-    error = target - pred
-    return np.maximum(q * error, (q - 1.0) * error)
+def pinball(pred: Array, target: Array, q: float | ArrayLike) -> Array:
+    """Elementwise pinball loss of quantile forecasts, float64, through the model's loss
+    (``foxhunt.model.loss.pinball``, the one implementation). pred, target: [N, H], or pred
+    [N, H, Q] against target[..., None] with ``q`` the Q levels."""
+    error = np.asarray(target, dtype=np.float64) - np.asarray(pred, dtype=np.float64)
+    levels = torch.as_tensor(q, dtype=torch.float64)
+    return pinball_of_error(torch.from_numpy(error), levels).numpy()
+
+
+def pinball_total(pred: Array, target: Array, quantiles: Sequence[float]) -> tuple[float, int]:
+    """Sum and count of the pinball losses of every window, step and quantile of ``pred``
+    [N, H, Q] against ``target`` [N, H]: the mean over shards is sum(totals) / sum(counts)."""
+    losses = pinball(pred, target[..., None], np.asarray(quantiles))
+    return float(losses.sum()), int(losses.size)
+
+
+def calibration(pred: Array, target: Array) -> Array:
+    """Share of targets at or below each quantile forecast: [Q] (calibrated: the levels)."""
+    return np.asarray([np.mean(target <= pred[..., i]) for i in range(pred.shape[-1])])
 
 
 def normalized_q_risk(pred: Array, target: Array, q: float) -> float:
@@ -48,7 +66,8 @@ def forecast_metrics(
             "observed": float(np.mean((target >= lower) & (target <= upper))),
         },
         "calibration": {
-            f"{q:g}": float(np.mean(target <= pred[..., i])) for i, q in enumerate(quantiles)
+            f"{q:g}": float(share)
+            for q, share in zip(quantiles, calibration(pred, target), strict=True)
         },
         "num_windows": int(target.shape[0]),
     }

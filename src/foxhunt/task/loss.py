@@ -1,0 +1,66 @@
+"""The training objective: one batch forwarded through the model, its quantile loss taken.
+
+The trainer's step, the memory planner's probe, the startup measurement of checkpointing and
+the benchmarks all run this one forward + loss; the pinball formula itself is the model's
+(``foxhunt.model.loss``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from torch import Tensor, nn
+
+from foxhunt.batch import TFTBatch
+from foxhunt.errors import FoxhuntError
+from foxhunt.model.loss import quantile_loss
+
+#: the loss of one batch through a model the callable closes over (see :func:`loss_of`)
+BatchLoss = Callable[[TFTBatch], Tensor]
+#: returns a fresh autocast context (the trainer's precision), or None: full precision
+Autocast = Callable[[], contextlib.AbstractContextManager[Any]]
+
+
+def loss_scale(batch: TFTBatch, weighting: str) -> Tensor | None:
+    """What divides each window's error: its baseline scale under ``"inverse_scale"``."""
+    if weighting != "inverse_scale":
+        return None
+    if batch.scale is None:
+        raise FoxhuntError(
+            "loss_weighting 'inverse_scale' needs windows with a baseline scale "
+            "(a version-2 preprocessor); retrain, or use loss_weighting 'none'"
+        )
+    return batch.scale.float()
+
+
+def batch_loss(
+    model: nn.Module,
+    batch: TFTBatch,
+    quantiles: Sequence[float],
+    *,
+    weighting: str = "none",
+    autocast: Autocast | None = None,
+) -> Tensor:
+    """Mean quantile loss of ``model`` on ``batch``, a scalar with its graph. The forward runs
+    inside ``autocast()`` when given; the loss is taken in float32 outside it."""
+    assert batch.target is not None, "training batches carry targets"
+    scale = loss_scale(batch, weighting)  # before the forward: a bad setting fails at once
+    with autocast() if autocast is not None else contextlib.nullcontext():
+        out = model(batch)
+    return quantile_loss(out.quantiles.float(), batch.target, quantiles, scale)
+
+
+def loss_of(
+    model: nn.Module,
+    quantiles: Sequence[float],
+    *,
+    weighting: str = "none",
+    autocast: Autocast | None = None,
+) -> BatchLoss:
+    """:func:`batch_loss` bound to ``model``: the loss callable the memory tools measure."""
+    return functools.partial(
+        batch_loss, model, quantiles=quantiles, weighting=weighting, autocast=autocast
+    )
