@@ -78,3 +78,21 @@ def test_cuda_snapshot_tracks_allocations() -> None:
     assert after.used_mb - before.used_mb >= 63
     assert after.peak_mb >= after.used_mb
     del block
+
+
+def test_state_carries_the_epoch_over_a_resume() -> None:
+    events: list[dict[str, Any]] = []
+    before = MemoryProfiler(torch.device("cpu"), log_every=3, sink=events.append)
+    before.on_epoch_start()
+    for _ in range(4):
+        before.on_step_end()
+    state = before.state_dict()
+    assert state == {"step_in_epoch": 4, "warned_this_epoch": False}
+    events.clear()
+    after = MemoryProfiler(torch.device("cpu"), log_every=3, sink=events.append)
+    after.load_state_dict(state)
+    for _ in range(2):
+        after.on_step_end()  # steps 5 and 6 of the epoch: the 6th logs, as it would have
+    # this process's own baseline first: growth is never measured against another's memory
+    assert [e["event"] for e in events] == ["memory_epoch_start", "memory_step"]
+    assert after.state_dict()["step_in_epoch"] == 6

@@ -137,3 +137,20 @@ def test_observing_during_recompute_would_be_caught(
     expected = grads_and_state(plain, data, model_config, 2)[-1][0]
     got = grads_and_state(checkpointed, data, model_config, 2)[-1][0]
     assert not all(torch.equal(expected[k], got[k]) for k in expected)
+
+
+def test_the_schedule_state_is_its_pass_count(model_config: TFTConfig, data: PreparedData) -> None:
+    """nn.Module's state_dict is all of the schedule's state; the model's carries it."""
+    model = prepare_qat(TemporalFusionTransformer(model_config), QATConfig(freeze_after=2))
+    model.train()
+    for batch in (next(batches(data)),) * 2:
+        model(batch)
+    schedule = schedule_of(model)
+    assert schedule is not None and schedule.frozen
+    assert set(schedule.state_dict()) == {"steps"}
+    assert int(model.state_dict()["qat_observers.steps"]) == 2
+    fresh = prepare_qat(TemporalFusionTransformer(model_config), QATConfig(freeze_after=2))
+    restored = schedule_of(fresh)
+    assert restored is not None and not restored.frozen
+    restored.load_state_dict(schedule.state_dict())
+    assert restored.frozen and int(restored.steps) == 2

@@ -34,3 +34,21 @@ def test_ranks_split_each_global_batch() -> None:
 def test_batch_size_must_divide_among_ranks() -> None:
     with pytest.raises(ValueError, match="divisible"):
         EpochBatchSampler(10, batch_size=5, seed=0, world_size=2)
+
+
+def test_state_dict_is_the_position() -> None:
+    a = EpochBatchSampler(50, batch_size=8, seed=1)
+    a.set_position(3, 2)
+    b = EpochBatchSampler(50, batch_size=8, seed=1)
+    b.load_state_dict(a.state_dict())
+    assert b.state_dict() == {"epoch": 3, "start_batch": 2}
+    assert batches(b) == batches(a)
+
+
+def test_a_new_position_leaves_the_iteration_under_way_alone() -> None:
+    sampler = EpochBatchSampler(64, batch_size=8, seed=0)
+    expected = batches(sampler)
+    under_way = iter(sampler)
+    seen = [next(under_way)]
+    sampler.set_position(0, 1)  # what the trainer does after each batch
+    assert seen + list(under_way) == expected

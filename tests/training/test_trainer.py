@@ -158,3 +158,25 @@ def test_nonfinite_loss_skips_then_stops(
     assert all(torch.isfinite(v).all() for v in after.values())
     assert any(not torch.equal(before[k], after[k]) for k in before)
     assert storage.load(good) == good_files
+
+
+def test_state_dict_holds_every_part_and_the_sampler_keeps_pace(
+    tiny_data, tiny_model_config, tiny_training
+) -> None:
+    seen: list[dict] = []
+
+    class AtStepFour:
+        def on_step_end(self, trainer: Trainer, loss: float) -> None:
+            if trainer.state.global_step == 4:
+                seen.append(trainer.state_dict())
+
+    trainer = make_trainer(tiny_data, tiny_model_config, tiny_training, (AtStepFour(),))
+    trainer.fit()
+    (state,) = seen
+    assert set(state) == {
+        *("model", "best_weights", "optimizer", "scaler", "train_state"),
+        *("sampler", "rng", "callbacks"),
+    }
+    assert state["sampler"] == {"epoch": 0, "start_batch": 4}
+    assert state["train_state"]["batch_in_epoch"] == 4
+    assert state["callbacks"] == {}  # AtStepFour has no state

@@ -127,11 +127,26 @@ class MemoryProfiler:
             self.sink(record)
         return record
 
+    # --- state ---------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """Where the epoch's logging stands. Memory readings are not state: another process
+        (a resumed run) measures its own, so growth is counted from the resume on."""
+        return {"step_in_epoch": self.step_in_epoch, "warned_this_epoch": self.warned_this_epoch}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.step_in_epoch = int(state["step_in_epoch"])
+        self.warned_this_epoch = bool(state["warned_this_epoch"])
+        self.epoch_start = None  # the next step takes this process's baseline
+
     # --- trainer hooks -------------------------------------------------------------------
     def on_epoch_start(self, trainer: Any = None) -> None:
-        self.epoch_start = snap = self.snapshot()
         self.warned_this_epoch = False
         self.step_in_epoch = 0
+        self._baseline(trainer)
+
+    def _baseline(self, trainer: Any) -> None:
+        """Memory now: what growth within the epoch is measured from."""
+        self.epoch_start = snap = self.snapshot()
         self.step_seconds = []
         self.last_step_end = time.perf_counter()
         epoch = getattr(getattr(trainer, "state", None), "epoch", None)
@@ -139,8 +154,8 @@ class MemoryProfiler:
         log.debug("memory at epoch start: %.0f MB used of %.0f MB", snap.used_mb, snap.total_mb)
 
     def on_step_end(self, trainer: Any = None, loss: float | None = None) -> None:
-        if self.epoch_start is None:
-            self.on_epoch_start(trainer)
+        if self.epoch_start is None:  # attached or resumed mid-epoch: the counts go on
+            self._baseline(trainer)
         assert self.epoch_start is not None
         now = time.perf_counter()
         self.step_seconds.append(now - self.last_step_end)

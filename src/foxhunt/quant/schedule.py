@@ -53,7 +53,10 @@ class ObserverSchedule(nn.Module):
     """Counts training passes (``steps``, saved with the weights) and gates the observers.
 
     Registered on the model as ``qat_observers`` by ``prepare_qat``, so the count is part of
-    the model's ``state_dict`` and survives a checkpoint and resume.
+    the model's ``state_dict`` and survives a checkpoint and resume. Its own
+    ``state_dict()`` / ``load_state_dict()`` are ``nn.Module``'s: ``{"steps": tensor}``, all
+    of its state (``freeze_after`` is config; ``paused`` lasts only a measurement). They are
+    not overridden: the model's ``state_dict`` calls them for its children.
     """
 
     def __init__(self, config: QATConfig) -> None:

@@ -1,11 +1,18 @@
-"""Trainer checkpoints: every stateful piece, as safetensors and JSON, never pickle.
+"""Trainer checkpoints: `Trainer.state_dict()` as safetensors and JSON, never pickle.
 
-Files of one checkpoint:
-    model.safetensors      weights
-    best.safetensors       weights of the best validation epoch so far (if any)
-    optimizer.safetensors  optimizer tensors (moments, step counts)
-    rng.safetensors        torch CPU (and CUDA) generator states
-    state.json             position (epoch, batch), optimizer groups, scaler, config, metadata
+Files of one checkpoint, by part of the state dict (the layout of the first checkpoints, kept
+so that they still resume; `sampler` and `callbacks` came later and may be absent):
+    model.safetensors      model: weights
+    best.safetensors       best_weights: weights of the best validation so far (if any)
+    optimizer.safetensors  optimizer: its tensors (moments, step counts)
+    rng.safetensors        rng: torch CPU (and CUDA) generator states
+    callbacks.safetensors  the tensors of callbacks' states (only if one holds any)
+    state.json             train_state (as "trainer"), the optimizer's groups and scalars,
+                           scaler, sampler, callbacks; the checkpointer's config, best
+                           checkpoint and metadata
+
+Nothing here knows what a trainer holds beyond its state dict's parts; the trainer's hooks
+only tell the checkpointer when to save.
 """
 
 from __future__ import annotations
@@ -14,10 +21,8 @@ import json
 import logging
 import math
 from collections.abc import Mapping
-from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
 from safetensors import SafetensorError
 from safetensors.torch import load as load_tensors
 from safetensors.torch import save as save_tensors
@@ -25,7 +30,9 @@ from torch import Tensor
 
 from foxhunt.identity import check_same_run
 from foxhunt.storage.base import CheckpointError, CheckpointStorage
-from foxhunt.training.trainer import Trainer, TrainState
+
+if TYPE_CHECKING:
+    from foxhunt.training.trainer import Trainer
 
 log = logging.getLogger("foxhunt.checkpoint")
 
@@ -60,6 +67,82 @@ def _join_optimizer(tensors: dict[str, Tensor], meta: dict[str, Any]) -> dict[st
     for pid, values in meta["scalars"].items():
         state.setdefault(int(pid), {}).update(values)
     return {"state": state, "param_groups": meta["param_groups"]}
+
+
+TENSOR = "__tensor__"  # in state.json, a callback's tensor: {"__tensor__": its key}
+CALLBACK_TENSORS = "callbacks.safetensors"
+
+
+def _pull_tensors(tree: Any, path: str, out: dict[str, Tensor]) -> Any:
+    """`tree` with each tensor (at any depth of dicts) moved to `out` under its path."""
+    if isinstance(tree, Tensor):
+        out[path] = tree
+        return {TENSOR: path}
+    if isinstance(tree, Mapping):
+        return {k: _pull_tensors(v, f"{path}/{k}" if path else k, out) for k, v in tree.items()}
+    return tree
+
+
+def _put_tensors(tree: Any, tensors: Mapping[str, Tensor]) -> Any:
+    if isinstance(tree, dict):
+        if set(tree) == {TENSOR}:
+            return tensors[tree[TENSOR]]
+        return {k: _put_tensors(v, tensors) for k, v in tree.items()}
+    return tree
+
+
+def encode(state: Mapping[str, Any], header: Mapping[str, Any]) -> dict[str, bytes]:
+    """The files of a checkpoint of `state` (a `Trainer.state_dict()`); `header`'s keys go
+    into state.json as they are."""
+    optimizer_tensors, optimizer_meta = _split_optimizer(state["optimizer"])
+    callback_tensors: dict[str, Tensor] = {}
+    callbacks = _pull_tensors(state.get("callbacks") or {}, "", callback_tensors)
+    document = {
+        "trainer": state["train_state"],
+        "optimizer": optimizer_meta,
+        "scaler": state["scaler"],
+        "sampler": state.get("sampler"),
+        "callbacks": callbacks,
+        **header,
+    }
+    files = {
+        "model.safetensors": save_tensors(_cpu(state["model"])),
+        "optimizer.safetensors": save_tensors(optimizer_tensors),
+        "rng.safetensors": save_tensors(_cpu(state["rng"])),
+        "state.json": json.dumps(document, indent=2, default=float).encode(),
+    }
+    if state.get("best_weights") is not None:
+        files["best.safetensors"] = save_tensors(_cpu(state["best_weights"]))
+    if callback_tensors:
+        files[CALLBACK_TENSORS] = save_tensors(_cpu(callback_tensors))
+    return files
+
+
+def read_files(files: Mapping[str, bytes]) -> tuple[dict[str, Any], dict[str, dict[str, Tensor]]]:
+    """state.json and every tensor file, parsed; KeyError, ValueError or SafetensorError when
+    one is missing or damaged."""
+    document = json.loads(files["state.json"])
+    if not isinstance(document, dict) or not isinstance(document.get("config"), dict):
+        raise ValueError("state.json holds no config")
+    required = ("model.safetensors", "optimizer.safetensors", "rng.safetensors")
+    optional = tuple(n for n in ("best.safetensors", CALLBACK_TENSORS) if n in files)
+    return document, {name: load_tensors(files[name]) for name in required + optional}
+
+
+def decode(document: Mapping[str, Any], tensors: Mapping[str, dict[str, Tensor]]) -> dict[str, Any]:
+    """The `Trainer.state_dict()` that `read_files` found (KeyError if a part is missing)."""
+    return {
+        "model": tensors["model.safetensors"],
+        "best_weights": tensors.get("best.safetensors"),
+        "optimizer": _join_optimizer(tensors["optimizer.safetensors"], document["optimizer"]),
+        "scaler": document["scaler"],
+        "train_state": document["trainer"],
+        "sampler": document.get("sampler"),
+        "callbacks": _put_tensors(
+            document.get("callbacks") or {}, tensors.get(CALLBACK_TENSORS, {})
+        ),
+        "rng": tensors["rng.safetensors"],
+    }
 
 
 def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -145,27 +228,12 @@ class Checkpointer:
 
     # --- save / restore ----------------------------------------------------------------
     def files(self, trainer: Trainer) -> dict[str, bytes]:
-        optimizer_tensors, optimizer_meta = _split_optimizer(trainer.optimizer.state_dict())
-        rng = {"torch": torch.get_rng_state()}
-        if torch.cuda.is_available():
-            rng.update({f"cuda/{i}": s for i, s in enumerate(torch.cuda.get_rng_state_all())})
-        state = {
-            "trainer": asdict(trainer.state),
-            "optimizer": optimizer_meta,
-            "scaler": trainer.scaler.state_dict(),
+        header = {
             "config": self.config,
             "best_checkpoint": self.best_name,
             "metadata": {**self.metadata, "step": trainer.state.global_step},
         }
-        files = {
-            "model.safetensors": save_tensors(_cpu(trainer.model.state_dict())),
-            "optimizer.safetensors": save_tensors(optimizer_tensors),
-            "rng.safetensors": save_tensors(rng),
-            "state.json": json.dumps(state, indent=2, default=float).encode(),
-        }
-        if trainer.best_weights is not None:
-            files["best.safetensors"] = save_tensors(_cpu(trainer.best_weights))
-        return files
+        return encode(trainer.state_dict(), header)
 
     def save(self, trainer: Trainer, name: str) -> None:
         self.storage.save(name, self.files(trainer))
@@ -191,44 +259,29 @@ class Checkpointer:
         files = self.storage.load(name)
         where = self.storage.describe(name)
         try:
-            state = json.loads(files["state.json"])
-            if not isinstance(state, dict) or not isinstance(state.get("config"), dict):
-                raise ValueError("state.json holds no config")
-            model_state = load_tensors(files["model.safetensors"])
-            optimizer_tensors = load_tensors(files["optimizer.safetensors"])
-            rng = load_tensors(files["rng.safetensors"])
-            best = load_tensors(files["best.safetensors"]) if "best.safetensors" in files else None
+            document, tensors = read_files(files)
         except (KeyError, ValueError, SafetensorError) as exc:
             raise CheckpointError(f"{where} cannot be read ({exc}); resume from another") from exc
-        saved_identity = (state.get("metadata") or {}).get("identity")
+        saved_identity = (document.get("metadata") or {}).get("identity")
         if self.metadata.get("identity") is not None:
             check_same_run(saved_identity, self.metadata["identity"], where)
-        differences = config_differences(state["config"], self.config)
+        differences = config_differences(document["config"], self.config)
         if differences:
             raise CheckpointError(
                 f"{where} was written by a different configuration: " + "; ".join(differences)
             )
-        device = trainer.device
         try:
-            trainer.model.load_state_dict({k: v.to(device) for k, v in model_state.items()})
-            optimizer = _join_optimizer(optimizer_tensors, state["optimizer"])
-            trainer.optimizer.load_state_dict(optimizer)
-            trainer.scaler.load_state_dict(state["scaler"])
-            trainer.state = TrainState(**state["trainer"])
+            trainer.load_state_dict(decode(document, tensors))
+            position = document["trainer"]
         except (KeyError, ValueError, TypeError, RuntimeError, AttributeError) as exc:
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise CheckpointError(f"{where} does not fit this run ({first}); not resumed") from None
-        trainer.best_weights = {k: v.to(device) for k, v in best.items()} if best else None
-        torch.set_rng_state(rng["torch"])
-        cuda_states = [rng[k] for k in sorted(rng) if k.startswith("cuda/")]
-        if cuda_states and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(cuda_states)
-        self.best_name = state.get("best_checkpoint")
+        self.best_name = document.get("best_checkpoint")
         log.info(
             "resumed from %s: epoch %d, batch %d, step %d",
             where,
-            trainer.state.epoch + 1,
-            trainer.state.batch_in_epoch,
-            trainer.state.global_step,
+            position["epoch"] + 1,
+            position["batch_in_epoch"],
+            position["global_step"],
         )
         return name

@@ -120,6 +120,9 @@ class JobOptions:
     memory_budget: float | str | None = None  # bytes or "auto" (memory/oom.py); None = no plan
     resume_from: int | None = None  # optimizer step of the checkpoint to resume; None = last
     identity: dict[str, Any] | None = None  # identity.py: checkpoints belong to this run
+    #: the caller's training callbacks (training/callbacks.py: loggers, trackers), on the main
+    #: rank after the job's own and before the checkpointer, which thus saves their state
+    callbacks: tuple[Any, ...] = ()
 
 
 class HistoryWriter:
@@ -221,7 +224,7 @@ def train(
             leak_threshold_mb=options.leak_threshold_mb,
             sink=lambda record: append_history(output_dir, record),
         )
-        trainer.callbacks = [profiler, HistoryWriter(output_dir), checkpointer]
+        trainer.callbacks = [profiler, HistoryWriter(output_dir), *options.callbacks, checkpointer]
     with peer_failures(ctx):
         if options.resume:
             # every rank reads the checkpoint rank 0 names; the barrier keeps rank 0 from

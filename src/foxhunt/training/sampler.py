@@ -6,7 +6,7 @@ exactly the batches the interrupted one would have seen, and every DDP rank agre
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import torch
 from torch.utils.data import Sampler
@@ -45,8 +45,16 @@ class EpochBatchSampler(Sampler[list[int]]):
         self.start_batch = 0
 
     def set_position(self, epoch: int, start_batch: int = 0) -> None:
+        """Where the next iteration starts; one already under way keeps its own start."""
         self.epoch = epoch
         self.start_batch = start_batch
+
+    def state_dict(self) -> dict[str, int]:
+        """The position; the order itself follows from (seed, epoch), which the config holds."""
+        return {"epoch": self.epoch, "start_batch": self.start_batch}
+
+    def load_state_dict(self, state: Mapping[str, int]) -> None:
+        self.set_position(int(state["epoch"]), int(state["start_batch"]))
 
     def order(self) -> torch.Tensor:
         if not self.shuffle:

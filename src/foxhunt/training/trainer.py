@@ -6,9 +6,9 @@ import contextlib
 import logging
 import math
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from typing import Any
 
 import numpy as np
 import torch
@@ -21,44 +21,17 @@ from foxhunt.errors import FoxhuntError
 from foxhunt.memory.oom import optimizer_step_oom
 from foxhunt.task import batch_loss, pinball_total
 from foxhunt.training import precision
+from foxhunt.training.callbacks import callback_states, load_callback_states, notify
 from foxhunt.training.config import TrainingConfig, resolve_device
 from foxhunt.training.distributed import all_reduce_sum, rank_step_seed, wrap_ddp
 from foxhunt.training.finite import check_finite_validation, check_finite_weights
 from foxhunt.training.inference import make_loader, predict_windows
 from foxhunt.training.sampler import EpochBatchSampler
+from foxhunt.training.train_state import TrainingDiverged, TrainState, rng_state, set_rng_state
+
+__all__ = ["TrainState", "Trainer", "TrainingDiverged"]
 
 log = logging.getLogger("foxhunt.train")
-
-
-class TrainingDiverged(FoxhuntError):
-    """Too many consecutive non-finite losses."""
-
-
-@dataclass
-class TrainState:
-    """Where training stands; everything needed to continue exactly, besides tensors."""
-
-    epoch: int = 0
-    batch_in_epoch: int = 0
-    global_step: int = 0
-    best_val_loss: float = math.inf
-    best_epoch: int = -1
-    epochs_without_improvement: int = 0
-    nonfinite_in_a_row: int = 0
-    skipped_steps: int = 0
-    epoch_loss_sum: float = 0.0  # running train loss of the current epoch, survives a resume
-    epoch_loss_count: int = 0
-    stopped_early: bool = False
-    initial_val_loss: float | None = None  # validate_initial: the untrained weights' loss
-    history: list[dict[str, float]] = field(default_factory=list)
-
-
-class Callback(Protocol):
-    """Observers the loop steps (memory profiler, checkpoint writer). All methods optional."""
-
-    def on_epoch_start(self, trainer: Trainer) -> None: ...
-    def on_step_end(self, trainer: Trainer, loss: float) -> None: ...
-    def on_epoch_end(self, trainer: Trainer, record: dict[str, float]) -> None: ...
 
 
 class Trainer:
@@ -79,7 +52,7 @@ class Trainer:
         train_set: Dataset[TFTBatch],
         val_set: Dataset[TFTBatch],
         quantiles: Sequence[float],
-        callbacks: Sequence[Any] = (),
+        callbacks: Sequence[Any] = (),  # see training/callbacks.py
         rank: int = 0,
         world_size: int = 1,
         local_rank: int = 0,
@@ -194,20 +167,7 @@ class Trainer:
         return rank_step_seed(self.config.seed, self.rank, state.epoch, state.batch_in_epoch)
 
     def _skip_nonfinite(self, value: float) -> float:
-        self.state.nonfinite_in_a_row += 1
-        self.state.skipped_steps += 1
-        log.warning(
-            "non-finite loss %s at step %d: step skipped (%d in a row, stop at %d)",
-            value,
-            self.state.global_step,
-            self.state.nonfinite_in_a_row,
-            self.config.max_nonfinite_steps,
-        )
-        if self.state.nonfinite_in_a_row >= self.config.max_nonfinite_steps:
-            raise TrainingDiverged(
-                f"training diverged: {self.state.nonfinite_in_a_row} non-finite losses in a row "
-                f"at step {self.state.global_step}; lower --lr or check the input data"
-            )
+        self.state.skip_nonfinite(value, self.config.max_nonfinite_steps)  # may raise
         return value
 
     def predict(self, dataset: Dataset[TFTBatch]) -> tuple[np.ndarray, np.ndarray]:
@@ -251,27 +211,15 @@ class Trainer:
         if config.validate_initial and state.initial_val_loss is None and state.global_step == 0:
             self.validate_initial()
         while state.epoch < config.epochs and not state.stopped_early:
-            self._notify("on_epoch_start")
+            notify(self.callbacks, "on_epoch_start", self)
             train_loss = self.train_epoch()
             val_loss = self.evaluate(self.val_set)
             check_finite_validation(val_loss, len(self.val_set), state.epoch)  # type: ignore[arg-type]
             record = {"epoch": state.epoch, "train_loss": train_loss, "val_loss": val_loss}
-            self._track_best(val_loss)
-            state.history.append(record)
-            log.info(
-                "epoch %d/%d  train %.4f  val %.4f%s",
-                state.epoch + 1,
-                config.epochs,
-                train_loss,
-                val_loss,
-                "  (best)" if state.best_epoch == state.epoch else "",
-            )
-            state.epoch += 1
-            state.batch_in_epoch = 0
-            if config.patience and state.epochs_without_improvement >= config.patience:
-                state.stopped_early = True
-                log.info("early stop: no val improvement for %d epochs", config.patience)
-            self._notify("on_epoch_end", record)
+            self._track_best(val_loss, state.epoch)
+            state.finish_epoch(record, epochs=config.epochs, patience=config.patience)
+            self.sampler.set_position(state.epoch, state.batch_in_epoch)
+            notify(self.callbacks, "on_epoch_end", self, record)
         if self.best_weights is not None:
             self.model.load_state_dict(self.best_weights)
         return state
@@ -299,30 +247,46 @@ class Trainer:
             if state.batch_in_epoch >= limit:
                 break
             loss = self.train_step(batch)
-            state.batch_in_epoch += 1
-            if math.isfinite(loss):
-                state.epoch_loss_sum += loss
-                state.epoch_loss_count += 1
+            state.add_step_loss(loss)
+            # the sampler's own state; the iteration in flight read its start when it began
+            self.sampler.set_position(state.epoch, state.batch_in_epoch)
             bar.update(1)
             bar.set_postfix(loss=f"{loss:.4f}")
-            self._notify("on_step_end", loss)
+            notify(self.callbacks, "on_step_end", self, loss)
         bar.close()
-        mean = state.epoch_loss_sum / state.epoch_loss_count if state.epoch_loss_count else math.nan
-        state.epoch_loss_sum, state.epoch_loss_count = 0.0, 0
-        return mean
+        return state.take_epoch_loss()
 
-    def _track_best(self, val_loss: float, epoch: int | None = None) -> None:
-        state = self.state
-        if val_loss < state.best_val_loss - self.config.min_delta:
-            state.best_val_loss = val_loss
-            state.best_epoch = state.epoch if epoch is None else epoch
-            state.epochs_without_improvement = 0
+    def _track_best(self, val_loss: float, epoch: int) -> None:
+        if self.state.improve(val_loss, self.config.min_delta, epoch):
             self.best_weights = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
-        else:
-            state.epochs_without_improvement += 1
 
-    def _notify(self, event: str, *args: Any) -> None:
-        for callback in self.callbacks:
-            hook: Callable[..., None] | None = getattr(callback, event, None)
-            if hook is not None:
-                hook(self, *args)
+    # --- state -------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """Everything a run needs to continue exactly, by part: tensors (live ones, not
+        copies) and JSON-able values. `best_weights` is None before any validation."""
+        return {
+            "model": self.model.state_dict(),
+            "best_weights": self.best_weights,
+            "optimizer": self.optimizer.state_dict(),
+            "scaler": self.scaler.state_dict(),
+            "train_state": asdict(self.state),
+            "sampler": self.sampler.state_dict(),
+            "rng": rng_state(),
+            "callbacks": callback_states(self.callbacks),
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """The inverse of `state_dict`, onto this trainer's device. `sampler` and `callbacks`
+        may be absent (checkpoints written before they had state): the sampler then starts
+        where `train_state` stands, the callbacks fresh."""
+        to = self.device
+        self.model.load_state_dict({k: v.to(to) for k, v in state["model"].items()})
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scaler.load_state_dict(state["scaler"])
+        self.state = TrainState(**state["train_state"])
+        best = state.get("best_weights")
+        self.best_weights = {k: v.to(to) for k, v in best.items()} if best else None
+        position = {"epoch": self.state.epoch, "start_batch": self.state.batch_in_epoch}
+        self.sampler.load_state_dict(state.get("sampler") or position)
+        load_callback_states(self.callbacks, state.get("callbacks") or {})
+        set_rng_state(state["rng"])

@@ -1,0 +1,69 @@
+"""The callback seam: observers the training loop steps, and the state they carry over a resume.
+
+The job wires its own (memory profiler, history writer, checkpointer) and appends a caller's
+(`JobOptions.callbacks`: a logger, a tracker) before the checkpointer, so that a checkpoint
+written at an event holds every callback's state after that event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from foxhunt.training.trainer import Trainer
+
+
+class Callback(Protocol):
+    """What the loop calls, in list order; every method is optional (looked up by name).
+
+    - ``on_epoch_start(trainer)``: before the epoch's first batch.
+    - ``on_step_end(trainer, loss)``: after each batch; ``loss`` is NaN for a skipped step.
+    - ``on_epoch_end(trainer, record)``: after validation; ``record`` (epoch, train_loss,
+      val_loss) is the history entry, and a callback may add keys to it.
+    - ``state_dict() -> dict`` / ``load_state_dict(dict)``: tensors and JSON-able values that
+      a checkpoint saves and a resume restores, keyed by the callback's class name (and its
+      rank among callbacks of that class). A callback without them starts fresh on resume.
+    """
+
+    def on_epoch_start(self, trainer: Trainer) -> None: ...
+    def on_step_end(self, trainer: Trainer, loss: float) -> None: ...
+    def on_epoch_end(self, trainer: Trainer, record: dict[str, float]) -> None: ...
+
+
+def notify(callbacks: Sequence[Any], event: str, trainer: Trainer, *args: Any) -> None:
+    for callback in callbacks:
+        hook: Callable[..., None] | None = getattr(callback, event, None)
+        if hook is not None:
+            hook(trainer, *args)
+
+
+def _keyed(callbacks: Sequence[Any]) -> dict[str, Any]:
+    """Stable names: the class name, then `#2`, `#3` for further callbacks of one class."""
+    keyed: dict[str, Any] = {}
+    for callback in callbacks:
+        name = type(callback).__name__
+        key, n = name, 1
+        while key in keyed:
+            n += 1
+            key = f"{name}#{n}"
+        keyed[key] = callback
+    return keyed
+
+
+def callback_states(callbacks: Sequence[Any]) -> dict[str, Any]:
+    states = {}
+    for key, callback in _keyed(callbacks).items():
+        state_dict: Callable[[], dict[str, Any]] | None = getattr(callback, "state_dict", None)
+        if state_dict is not None:
+            states[key] = state_dict()
+    return states
+
+
+def load_callback_states(callbacks: Sequence[Any], states: Mapping[str, Any]) -> None:
+    """Each callback gets its saved state; one the checkpoint does not know starts fresh, and
+    a saved state without its callback (a rank without callbacks, one removed) is ignored."""
+    for key, callback in _keyed(callbacks).items():
+        load: Callable[[Any], None] | None = getattr(callback, "load_state_dict", None)
+        if load is not None and key in states:
+            load(states[key])
