@@ -15,3 +15,18 @@ def check_known_fields(cls: Any, data: Mapping[str, Any], what: str) -> None:
     unknown = sorted(set(data) - known)
     if unknown:
         raise ConfigError(f"unknown {what} fields {unknown}; valid: {sorted(known)}")
+
+
+#: Fields added after runs were first saved, with the value that reproduces how such a run
+#: was trained: a config.json or checkpoint without the field reads as this value, never as
+#: today's default (a run saved before the fast volatility signal had none).
+LEGACY_VALUES: dict[str, dict[str, Any]] = {
+    "data": {"fast_window": 0},
+    "model": {"output": "direct", "learn_spread": False, "vol_signals": 0},
+    "training": {"validate_initial": False, "calibrate": False, "initial_confidence": 0.0},
+}
+
+
+def with_legacy_values(section: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    """`data` with every field it lacks from LEGACY_VALUES[section] filled in."""
+    return {**LEGACY_VALUES.get(section, {}), **data}

@@ -89,3 +89,21 @@ def test_calibration_on_real_windows_lowers_the_train_loss(
     assert record is not None
     assert record["train_loss_after"] <= record["train_loss_before"]
     assert set(record) >= {"signal_weight", "log_spread", "event"}
+
+
+def test_configs_saved_before_these_fields_read_as_they_trained() -> None:
+    from foxhunt.data import DataConfig
+    from foxhunt.training.checkpoint import config_differences
+    from foxhunt.training.config import TrainingConfig
+
+    training = TrainingConfig().to_dict()
+    data = DataConfig().to_dict()
+    for key in ("calibrate", "initial_confidence", "validate_initial"):
+        del training[key]
+    old = TrainingConfig.from_dict(training)
+    assert (old.calibrate, old.initial_confidence, old.validate_initial) == (False, 0.0, False)
+    del data["fast_window"]
+    assert DataConfig.from_dict(data).fast_window == 0
+    # a checkpoint without the fields matches a run that has their legacy values
+    assert config_differences({"training": training}, {"training": old.to_dict()}) == []
+    assert config_differences({"training": training}, {"training": TrainingConfig().to_dict()})

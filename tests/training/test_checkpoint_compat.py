@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -33,9 +34,19 @@ def run_config(model: TFTConfig, training: TrainingConfig) -> dict:
     return {"training": training.to_dict(), "model": model.to_dict()}
 
 
+def legacy(model: TFTConfig, training: TrainingConfig) -> tuple[TFTConfig, TrainingConfig]:
+    """The fixture's run: written before the fast volatility signal, the learned spread by
+    default, calibration and the initial-weights gate (config_fields.LEGACY_VALUES)."""
+    return (
+        replace(model, learn_spread=False, vol_signals=0),
+        replace(training, calibrate=False, initial_confidence=0.0),
+    )
+
+
 def test_a_legacy_checkpoint_restores_every_piece(
     tiny_data: PreparedData, tiny_model_config: TFTConfig, tiny_training: TrainingConfig, tmp_path
 ) -> None:
+    tiny_model_config, tiny_training = legacy(tiny_model_config, tiny_training)
     storage = legacy_storage(tmp_path)
     saved = storage.load(NAME)
     trainer = make_trainer(tiny_data, tiny_model_config, tiny_training)
@@ -58,6 +69,8 @@ def test_a_legacy_checkpoint_restores_every_piece(
     assert load_tensors(again["rng.safetensors"]).keys() == {"torch"}
     old, new = json.loads(saved["state.json"]), json.loads(again["state.json"])
     assert set(new) - set(old) == {"sampler", "callbacks"}
+    # the config now spells out the fields the fixture predates, at their legacy values
+    assert checkpoint.config_differences(old.pop("config"), new.pop("config")) == []
     assert {k: new[k] for k in old} == old
     # and training goes on from there to the end of the run
     trainer.fit()

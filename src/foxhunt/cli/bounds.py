@@ -52,6 +52,8 @@ RANGES: dict[str, Range] = {
     "--dist-timeout": Range(0, low_open=True),
     "--memory-limit-gb": Range(0, low_open=True),
     "--dropout": FRACTION,
+    "--initial-confidence": FRACTION,
+    "--fast-window": Range(0, 100_000),
     "--val-fraction": FRACTION,
     "--test-fraction": FRACTION,
     "--synthetic-days": Range(1, 10_000),

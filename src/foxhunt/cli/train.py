@@ -132,6 +132,13 @@ def register(sub: Any) -> None:
         "baseline: the baseline) may stay the best",
     )
     t.add_argument(
+        "--initial-confidence",
+        type=float,
+        default=0.95,
+        help="a trained epoch replaces the initial weights only if a day-block bootstrap on "
+        "validation is this sure it is better (0 = any improvement)",
+    )
+    t.add_argument(
         "--calibrate",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -245,6 +252,7 @@ def run_config_from_args(args: argparse.Namespace) -> RunConfig:
         loss_weighting=args.loss_weighting,
         validate_initial=args.validate_initial,
         calibrate=args.calibrate,
+        initial_confidence=args.initial_confidence,
     )
     return RunConfig(data=data, model=model, training=training)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from foxhunt.config_fields import check_known_fields
+from foxhunt.config_fields import check_known_fields, with_legacy_values
 from foxhunt.errors import ConfigError
 
 #: Names tried, in order and case-insensitively, when `timestamp_column` is None.
@@ -177,4 +177,4 @@ class DataConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DataConfig:
         check_known_fields(cls, data, "data config")
-        return cls(**data)
+        return cls(**with_legacy_values("data", data))

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 from itertools import pairwise
 from typing import Any
 
-from foxhunt.config_fields import check_known_fields
+from foxhunt.config_fields import check_known_fields, with_legacy_values
 from foxhunt.errors import ConfigError
 
 #: Top-level segments of :class:`~foxhunt.model.tft.TemporalFusionTransformer`, in forward
@@ -185,8 +185,7 @@ class TFTConfig:
     def from_dict(cls, d: dict[str, Any]) -> TFTConfig:
         """Inverse of ``to_dict``; unknown keys raise ConfigError naming them."""
         check_known_fields(cls, d, "TFTConfig")
-        # saved before these fields existed: their values then
-        kwargs = {"output": "direct", "learn_spread": False, "vol_signals": 0, **d}
+        kwargs = with_legacy_values("model", d)  # saved before a field existed: its value then
         for key in ("static_cardinalities", "quantiles"):
             if isinstance(kwargs.get(key), list):
                 kwargs[key] = tuple(kwargs[key])

@@ -28,6 +28,7 @@ from safetensors.torch import load as load_tensors
 from safetensors.torch import save as save_tensors
 from torch import Tensor
 
+from foxhunt.config_fields import with_legacy_values
 from foxhunt.identity import check_same_run
 from foxhunt.storage.base import CheckpointError, CheckpointStorage
 
@@ -157,6 +158,8 @@ def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def config_differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    # a field the checkpoint predates reads as its value then (config_fields.LEGACY_VALUES)
+    saved = {k: with_legacy_values(k, v) if isinstance(v, Mapping) else v for k, v in saved.items()}
     a, b = flatten(saved), flatten(current)
     return [
         f"{k}: checkpoint has {a.get(k)!r}, this run has {b.get(k)!r}"

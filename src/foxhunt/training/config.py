@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from foxhunt.config_fields import check_known_fields
+from foxhunt.config_fields import check_known_fields, with_legacy_values
 from foxhunt.errors import ConfigError, FoxhuntError
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -46,6 +46,10 @@ class TrainingConfig:
             spread, with learn_spread) on the training windows by L-BFGS before the first
             epoch (training/calibrate.py); the initial weights are then that calibrated
             forecast. False: they start at zero (the plain baseline).
+        initial_confidence: with validate_initial, a trained epoch replaces the initial
+            weights only if a day-block bootstrap of the paired per-window validation losses
+            says it is better with this confidence (one-sided, in [0, 1); 0 = any improvement
+            counts). Later epochs then compete as usual (training/selection.py).
     """
 
     epochs: int = 10
@@ -65,6 +69,7 @@ class TrainingConfig:
     loss_weighting: str = "none"
     validate_initial: bool = True
     calibrate: bool = True
+    initial_confidence: float = 0.95
 
     def __post_init__(self) -> None:
         positive = ("epochs", "batch_size", "eval_batch_size", "max_nonfinite_steps")
@@ -92,6 +97,9 @@ class TrainingConfig:
                 raise ConfigError(
                     f"training.{name} must be True or False, got {getattr(self, name)!r}"
                 )
+        conf = self.initial_confidence
+        if isinstance(conf, bool) or not isinstance(conf, int | float) or not 0.0 <= conf < 1.0:
+            raise ConfigError(f"training.initial_confidence must be in [0, 1), got {conf!r}")
         if self.precision not in PRECISIONS:
             raise ConfigError(
                 f"training.precision must be one of {PRECISIONS}, got {self.precision!r}"
@@ -103,7 +111,7 @@ class TrainingConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainingConfig:
         check_known_fields(cls, data, "training config")
-        return cls(**data)
+        return cls(**with_legacy_values("training", data))
 
 
 def resolve_device(name: str, index: int | None = None) -> torch.device:

@@ -17,7 +17,6 @@ from torch.utils.data import Dataset, Subset
 from tqdm import tqdm
 
 from foxhunt.batch import TFTBatch
-from foxhunt.errors import FoxhuntError
 from foxhunt.memory.oom import optimizer_step_oom
 from foxhunt.task import batch_loss, pinball_total
 from foxhunt.training import precision
@@ -27,6 +26,7 @@ from foxhunt.training.distributed import all_reduce_sum, rank_step_seed, wrap_dd
 from foxhunt.training.finite import check_finite_validation, check_finite_weights
 from foxhunt.training.inference import make_loader, predict_windows
 from foxhunt.training.sampler import EpochBatchSampler
+from foxhunt.training.selection import InitialGate
 from foxhunt.training.train_state import TrainingDiverged, TrainState, rng_state, set_rng_state
 
 __all__ = ["TrainState", "Trainer", "TrainingDiverged"]
@@ -81,6 +81,7 @@ class Trainer:
             "cuda", enabled=config.precision == "fp16" and self.device.type == "cuda"
         )
         self.state = TrainState()
+        self.gate = InitialGate(config.initial_confidence, self.quantiles)
         self.best_weights: dict[str, Tensor] | None = None
         self.sampler = EpochBatchSampler(
             len(train_set),  # type: ignore[arg-type]
@@ -230,6 +231,7 @@ class Trainer:
         state.initial_val_loss = self.evaluate(self.val_set)
         self._track_best(state.initial_val_loss, epoch=-1)
         log.info("initial weights: val %.4f", state.initial_val_loss)
+        self.gate.remember(self.predict, self.val_set)
 
     def train_epoch(self) -> float:
         state = self.state
@@ -257,7 +259,13 @@ class Trainer:
         return state.take_epoch_loss()
 
     def _track_best(self, val_loss: float, epoch: int) -> None:
-        if self.state.improve(val_loss, self.config.min_delta, epoch):
+        state, initial = self.state, self.best_weights
+        contest = epoch >= 0 and state.best_epoch == -1 and initial is not None  # vs initial
+        if contest and val_loss < state.best_val_loss - self.config.min_delta:
+            assert initial is not None
+            if not self.gate.accepts(self.model, self.predict, self.val_set, initial):
+                val_loss = math.inf  # not sure enough: counts as no improvement
+        if state.improve(val_loss, self.config.min_delta, epoch):
             self.best_weights = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
 
     # --- state -------------------------------------------------------------------------
