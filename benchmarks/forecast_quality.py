@@ -22,56 +22,47 @@ import numpy as np
 import pandas as pd
 
 from foxhunt.task import pinball as pinball_loss
+from foxhunt.task.bootstrap import day_blocks, interval
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "ES_FUT_60d_5min.parquet"
 BASELINES = ("realized_vol", "garch_t", "historical_quantiles")
 
 
 def pinball(frame: pd.DataFrame, prefix: str, quantiles: list[float]) -> np.ndarray:
-    """[rows] mean pinball loss over the quantiles of the forecaster whose columns start so."""
+    """[rows, Q] pinball loss of each quantile of the forecaster whose columns start so."""
     realized = frame["realized_bp"].to_numpy()
     losses = [pinball_loss(frame[f"{prefix}q{q:g}"].to_numpy(), realized, q) for q in quantiles]
-    return np.mean(losses, axis=0)
+    return np.stack(losses, axis=-1)
 
 
 def quantile_levels(frame: pd.DataFrame) -> list[float]:
     return sorted(float(c[1:]) for c in frame.columns if c.startswith("q"))
 
 
-def block_bootstrap(
-    diff: np.ndarray, blocks: np.ndarray, resamples: int, seed: int = 0
-) -> tuple[float, float]:
-    """95% interval of mean(diff), resampling whole blocks (days) with replacement."""
-    codes, inverse = np.unique(blocks, return_inverse=True)
-    sums = np.bincount(inverse, weights=diff, minlength=len(codes))
-    counts = np.bincount(inverse, minlength=len(codes)).astype(np.float64)
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, len(codes), size=(resamples, len(codes)))
-    means = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
-    low, high = np.quantile(means, [0.025, 0.975])
-    return float(low), float(high)
-
-
-def score(frame: pd.DataFrame, resamples: int) -> dict[str, dict[str, float]]:
-    """Per baseline: losses of both, the mean difference and its interval."""
+def score(frame: pd.DataFrame, resamples: int) -> dict[str, dict[str, dict[str, float]]]:
+    """Per baseline and per measure (mean QL, then QL at each level): both losses, the mean
+    difference TFT - baseline and its 95% day-block bootstrap interval."""
     quantiles = quantile_levels(frame)
-    days = pd.DatetimeIndex(frame["origin"]).date
+    days = day_blocks(pd.DatetimeIndex(frame["origin"]))
     tft = pinball(frame, "", quantiles)
-    out = {}
+    out: dict[str, dict[str, dict[str, float]]] = {}
     for name in BASELINES:
         if f"{name}:q{quantiles[0]:g}" not in frame:
             continue
         base = pinball(frame, f"{name}:", quantiles)
-        ok = np.isfinite(base)
-        diff = (tft - base)[ok]
-        low, high = block_bootstrap(diff, days[ok], resamples)
-        out[name] = {
-            "tft": float(tft[ok].mean()),
-            "baseline": float(base[ok].mean()),
-            "diff": float(diff.mean()),
-            "low": low,
-            "high": high,
-        }
+        ok = np.isfinite(base).all(axis=1)
+        measures = {"mean": slice(None), **{f"q{q:g}": [i] for i, q in enumerate(quantiles)}}
+        out[name] = {}
+        for measure, columns in measures.items():
+            a, b = tft[ok][:, columns].mean(axis=1), base[ok][:, columns].mean(axis=1)
+            low, high = interval(a - b, days[ok], resamples)
+            out[name][measure] = {
+                "tft": float(a.mean()),
+                "baseline": float(b.mean()),
+                "diff": float((a - b).mean()),
+                "low": low,
+                "high": high,
+            }
     return out
 
 
@@ -93,18 +84,21 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     if not args.data.is_file():
         raise SystemExit(f"{args.data} not found: pass --data PATH (see ../shared/data/README.md)")
-    print("seed | baseline | TFT QL | baseline QL | TFT - baseline (bp) | 95% block-bootstrap")
-    print("--- | --- | ---: | ---: | ---: | ---")
+    print(
+        "seed | baseline | measure | TFT QL | baseline QL | TFT - baseline (bp) | 95% block-bootstrap"
+    )
+    print("--- | --- | --- | ---: | ---: | ---: | ---")
     for seed in args.seeds:
         run = args.runs / f"seed{seed}"
         train(run, args.data, seed, args.extra)
         frame = pd.read_parquet(run / "test_forecasts.parquet")
-        for name, s in score(frame, args.resamples).items():
-            verdict = "beats" if s["high"] < 0 else "loses" if s["low"] > 0 else "tie"
-            print(
-                f"{seed} | {name} | {s['tft']:.4f} | {s['baseline']:.4f} | {s['diff']:+.4f} | "
-                f"[{s['low']:+.4f}, {s['high']:+.4f}] ({verdict})"
-            )
+        for name, measures in score(frame, args.resamples).items():
+            for measure, s in measures.items():
+                verdict = "beats" if s["high"] < 0 else "loses" if s["low"] > 0 else "tie"
+                print(
+                    f"{seed} | {name} | {measure} | {s['tft']:.4f} | {s['baseline']:.4f} | "
+                    f"{s['diff']:+.4f} | [{s['low']:+.4f}, {s['high']:+.4f}] ({verdict})"
+                )
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import pytest
 
 from foxhunt.cli import main
 from foxhunt.data import generate_bars
+from foxhunt.task.bootstrap import interval
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "forecast_quality.py"
 
@@ -37,17 +38,23 @@ def test_scores_reproduce_the_runs_metrics(bench: ModuleType, tmp_path: Path) ->
     scores = bench.score(frame, resamples=200)
     metrics = json.loads((run / "metrics.json").read_text())
     assert set(scores) == {"realized_vol", "garch_t", "historical_quantiles"}
-    for name, s in scores.items():
+    for name, measures in scores.items():
+        s = measures["mean"]
         assert s["tft"] == pytest.approx(metrics["test"]["mean_quantile_loss"], rel=1e-6)
         assert s["baseline"] == pytest.approx(
             metrics["baselines"][name]["mean_quantile_loss"], rel=1e-6
         )
         assert s["low"] <= s["diff"] <= s["high"]
+        for q in ("0.1", "0.9"):  # each quantile's own loss, as metrics.json has it
+            tail = measures[f"q{q}"]
+            assert tail["tft"] == pytest.approx(metrics["test"]["quantile_loss"][q], rel=1e-6)
+            want = metrics["baselines"][name]["quantile_loss"][q]
+            assert tail["baseline"] == pytest.approx(want, rel=1e-6)
 
 
-def test_block_bootstrap_moves_whole_blocks(bench: ModuleType) -> None:
+def test_block_bootstrap_moves_whole_blocks() -> None:
     diff = np.array([-1.0, -1.0, -3.0, -3.0])
-    low, high = bench.block_bootstrap(diff, np.array([0, 0, 1, 1]), resamples=500)
+    low, high = interval(diff, np.array([0, 0, 1, 1]), resamples=500)
     assert -3.0 <= low < high <= -1.0  # every resample mixes whole days: never outside
-    constant = bench.block_bootstrap(np.full(6, 0.5), np.arange(6) // 2, resamples=50)
+    constant = interval(np.full(6, 0.5), np.arange(6) // 2, resamples=50)
     assert constant == pytest.approx((0.5, 0.5))
