@@ -47,6 +47,25 @@ def test_a_config_too_large_for_memory_is_refused_with_its_size(
     refused(predict(finished, bars_file), f"hidden_size={hidden}", "GiB")
 
 
+def test_config_names_the_model_class_and_a_run_without_it_loads_as_the_tft(
+    finished: Path, bars_file: Path
+) -> None:
+    config = json.loads((finished / "config.json").read_text())
+    assert config["model_class"] == "tft"
+    del config["model_class"]  # as runs written before the model factory
+    (finished / "config.json").write_text(json.dumps(config))
+    code, err = cli(predict(finished, bars_file))
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("name", ["lstm", 3, None])
+def test_an_unknown_model_class_is_refused(finished: Path, bars_file: Path, name: object) -> None:
+    edit_json(finished / "config.json", {"model_class": name})
+    refused(
+        predict(finished, bars_file), "config.json", "model_class" if name != "lstm" else "lstm"
+    )
+
+
 def test_unknown_config_section_is_refused(finished: Path, bars_file: Path) -> None:
     edit_json(finished / "config.json", {"optimizer": {"lr": 1}})
     refused(predict(finished, bars_file), "config.json", "optimizer")
