@@ -97,9 +97,13 @@ class TFTConfig:
         cards = self.static_cardinalities
         if isinstance(cards, list):
             object.__setattr__(self, "static_cardinalities", cards := tuple(cards))
-        if not isinstance(cards, tuple) or not all(_is_int(c) and c >= 1 for c in cards):
+        if not isinstance(cards, tuple) or not all(
+            _is_int(c) and 1 <= c <= MAX_SIZE for c in cards
+        ):
             raise _fail(
-                "static_cardinalities", cards, "give a tuple of ints >= 1, one per categorical"
+                "static_cardinalities",
+                cards,
+                f"give a tuple of ints in [1, {MAX_SIZE}], one per categorical",
             )
         self._check_quantiles()
         if isinstance(self.dropout, bool) or not isinstance(self.dropout, int | float):
@@ -179,9 +183,16 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+#: No size field of a model that fits in any memory comes near this; above it torch's own
+#: size arguments overflow (int64) before the memory check can say so.
+MAX_SIZE = 2**31 - 1
+
+
 def _check_int(value: object, name: str, minimum: int) -> None:
     if not _is_int(value):
         raise _fail(name, value, f"must be an int >= {minimum}")
     assert isinstance(value, int)
     if value < minimum:
         raise _fail(name, value, f"must be >= {minimum}")
+    if value > MAX_SIZE:
+        raise _fail(name, value, f"must be <= {MAX_SIZE}")
