@@ -33,9 +33,10 @@ from foxhunt import TFTBatch, TFTConfig
 from foxhunt.data import DataConfig, prepare_data
 from foxhunt.errors import FoxhuntError
 from foxhunt.quant import QATConfig
-from foxhunt.quant.export import INT8_WEIGHTS_FILE, export_run, load_export
+from foxhunt.quant.export import export_run, load_export
 from foxhunt.quant.kernel import available as int8_kernel
-from foxhunt.run import BASELINE_FILE, WEIGHTS_FILE, RunConfig, load_run, read_json
+from foxhunt.runs import BASELINE_FILE, INT8_WEIGHTS_FILE, WEIGHTS_FILE, RunConfig, read_json
+from foxhunt.serving import load_run
 from foxhunt.task import bp_per_unit, score
 from foxhunt.training.config import TrainingConfig
 from foxhunt.training.inference import predict_windows

@@ -12,7 +12,7 @@ from safetensors.torch import load_file
 
 from foxhunt.cli import main
 from foxhunt.data import generate_bars
-from foxhunt.run import load_run
+from foxhunt.serving import load_run
 
 SMALL = [
     "--synthetic-days", "8", "--lookback", "16", "--horizon", "4", "--hidden-size", "8",

@@ -7,7 +7,7 @@ import torch.distributed as dist
 
 from foxhunt.cli.train import check_world_size
 from foxhunt.errors import ConfigError
-from foxhunt.run import RunConfig
+from foxhunt.runs import RunConfig
 from foxhunt.training.config import TrainingConfig
 from foxhunt.training.distributed import (
     DistributedContext,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from foxhunt.data import DataConfig
 from foxhunt.model import TFTConfig
-from foxhunt.run import RunConfig
+from foxhunt.runs import RunConfig
 from foxhunt.training.config import TrainingConfig
 
 

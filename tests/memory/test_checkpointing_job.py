@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from small_jobs import small_run_config
 
-from foxhunt.run import HISTORY_FILE, RunConfig
+from foxhunt.runs import HISTORY_FILE, RunConfig
 from foxhunt.training.job import train
 
 

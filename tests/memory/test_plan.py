@@ -25,7 +25,7 @@ from foxhunt.memory.plan import measure_costs
 from foxhunt.model.checkpointing import apply_checkpointing, checkpointed_segments
 from foxhunt.model.config import SEGMENTS, TFTConfig
 from foxhunt.model.tft import TemporalFusionTransformer
-from foxhunt.run import HISTORY_FILE, RunConfig
+from foxhunt.runs import HISTORY_FILE, RunConfig
 from foxhunt.task import loss_of
 from foxhunt.training.config import TrainingConfig
 from foxhunt.training.job import JobOptions, fit_model_config, train

@@ -16,10 +16,11 @@ from foxhunt.cli import main
 from foxhunt.data import generate_bars
 from foxhunt.errors import FoxhuntError
 from foxhunt.quant import convert, quantize_dynamic, schedule_of
-from foxhunt.quant.export import INT8_WEIGHTS_FILE, export_run, load_export
+from foxhunt.quant.export import export_run, load_export
 from foxhunt.quant.guard import saturation
 from foxhunt.quant.kernel import available
-from foxhunt.run import load_run
+from foxhunt.runs import INT8_WEIGHTS_FILE
+from foxhunt.serving import load_run
 from foxhunt.training.inference import predict_windows
 
 SMALL = [

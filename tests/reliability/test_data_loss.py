@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from foxhunt.run_folder import RunFolder
+from foxhunt.runs import RunFolder
 from foxhunt.storage.local import LocalStorage
 
 from .helpers import SMALL, cli, refused, snapshot, train
@@ -148,7 +148,7 @@ def test_a_second_process_is_refused_naming_the_holder(finished: Path, bars_file
         [
             sys.executable,
             "-c",
-            "import sys, time; from pathlib import Path; from foxhunt.run_folder import "
+            "import sys, time; from pathlib import Path; from foxhunt.runs import "
             "RunFolder\nwith RunFolder(Path(sys.argv[1]), mode='resume'):\n"
             "    print('locked', flush=True); time.sleep(60)",
             str(finished),

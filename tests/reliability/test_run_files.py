@@ -66,6 +66,25 @@ def test_absurd_model_sizes_are_refused_before_anything_is_built(
     refused(predict(finished, bars_file), "config.json" if says != "GiB" else "GiB", says)
 
 
+def test_config_names_the_model_class_and_a_run_without_it_loads_as_the_tft(
+    finished: Path, bars_file: Path
+) -> None:
+    config = json.loads((finished / "config.json").read_text())
+    assert config["model_class"] == "tft"
+    del config["model_class"]  # as runs written before the model factory
+    (finished / "config.json").write_text(json.dumps(config))
+    code, err = cli(predict(finished, bars_file))
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("name", ["lstm", 3, None])
+def test_an_unknown_model_class_is_refused(finished: Path, bars_file: Path, name: object) -> None:
+    edit_json(finished / "config.json", {"model_class": name})
+    refused(
+        predict(finished, bars_file), "config.json", "model_class" if name != "lstm" else "lstm"
+    )
+
+
 def test_unknown_config_section_is_refused(finished: Path, bars_file: Path) -> None:
     edit_json(finished / "config.json", {"optimizer": {"lr": 1}})
     refused(predict(finished, bars_file), "config.json", "optimizer")

@@ -9,7 +9,7 @@ import pytest
 from foxhunt.cli import main
 from foxhunt.data import prepare_data
 from foxhunt.report import collect, write_report
-from foxhunt.run import load_run
+from foxhunt.serving import load_run
 from foxhunt.training.inference import predict_windows
 
 SMALL = [

@@ -10,7 +10,7 @@ from test_trainer import make_trainer, with_epochs
 
 from foxhunt.data import DataConfig, PreparedData
 from foxhunt.model.config import TFTConfig
-from foxhunt.run import RunConfig
+from foxhunt.runs import RunConfig
 from foxhunt.storage.local import LocalStorage
 from foxhunt.training.callbacks import callback_states, load_callback_states
 from foxhunt.training.checkpoint import Checkpointer

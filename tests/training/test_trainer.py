@@ -94,7 +94,10 @@ def test_resume_is_bit_identical(
 
 
 def test_keeps_last_k_and_best(tiny_data, tiny_model_config, tmp_path: Path) -> None:
-    config = TrainingConfig(epochs=4, batch_size=32, max_steps_per_epoch=3, patience=0)
+    # every improvement counts here (no bootstrap gate): this is about which files stay
+    config = TrainingConfig(
+        epochs=4, batch_size=32, max_steps_per_epoch=3, patience=0, initial_confidence=0.0
+    )
     storage = LocalStorage(tmp_path)
     checkpointer = Checkpointer(storage, config={}, every_steps=2, keep_last=2)
     trainer = make_trainer(tiny_data, tiny_model_config, config, (checkpointer,))

@@ -12,8 +12,8 @@ import numpy as np
 
 from foxhunt.baselines import FittedBaselines
 from foxhunt.cli.common import add_data_file_arguments, read_frame
-from foxhunt.run import BASELINE_FILE, load_run
-from foxhunt.run_checks import RunFileError, read_baseline_state
+from foxhunt.runs import BASELINE_FILE, RunFileError, read_baseline_state
+from foxhunt.serving import load_run
 from foxhunt.storage import atomic_write_json
 from foxhunt.task import all_baselines, bp_per_unit, results_table, score
 from foxhunt.training.comparison import (

@@ -38,9 +38,9 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from foxhunt.quant.export import export_run
+    from foxhunt.runs import EXPORT_DIRS
 
-    default = "int8" if args.mode == "qat" else "int8-dynamic"
-    output = args.output or args.run_dir / default
+    output = args.output or args.run_dir / EXPORT_DIRS[args.mode]
     spec = export_run(args.run_dir, output, mode=args.mode)
     sizes = spec["bytes"]
     print(

@@ -10,7 +10,8 @@ import pandas as pd
 import torch
 
 from foxhunt.cli.common import add_data_file_arguments, read_frame
-from foxhunt.run import LoadedRun, load_run
+from foxhunt.runs import LoadedRun
+from foxhunt.serving import load_run
 from foxhunt.storage import atomic_write_bytes
 from foxhunt.task import bp_per_unit
 

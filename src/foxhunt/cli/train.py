@@ -12,14 +12,20 @@ from typing import Any
 from foxhunt.cli.common import add_data_file_arguments, csv_tuple, float_tuple
 from foxhunt.data import DataConfig
 from foxhunt.errors import ConfigError
-from foxhunt.identity import check_same_data, new_identity, read_identity
 from foxhunt.input_path import check_readable_file
 from foxhunt.memory.oom import parse_budget
 from foxhunt.model.config import TFTConfig
 from foxhunt.quant import QATConfig
 from foxhunt.report import write_report
-from foxhunt.run import RunConfig
-from foxhunt.run_folder import Mode, RunFolder, check_output_path
+from foxhunt.runs import (
+    Mode,
+    RunConfig,
+    RunFolder,
+    check_output_path,
+    check_same_data,
+    new_identity,
+    read_identity,
+)
 from foxhunt.training.config import TrainingConfig
 from foxhunt.training.distributed import (
     DEFAULT_TIMEOUT_S,

@@ -6,6 +6,7 @@ from foxhunt.model.checkpointing import (
     remove_checkpointing,
 )
 from foxhunt.model.config import SEGMENTS, TFTConfig
+from foxhunt.model.factory import build_model
 from foxhunt.model.loss import quantile_loss, quantile_loss_per_quantile
 from foxhunt.model.tft import TemporalFusionTransformer, TFTOutput
 
@@ -15,6 +16,7 @@ __all__ = [
     "TFTOutput",
     "TemporalFusionTransformer",
     "apply_checkpointing",
+    "build_model",
     "checkpointed_segments",
     "quantile_loss",
     "quantile_loss_per_quantile",

@@ -112,7 +112,9 @@ class TFTConfig:
             _is_int(c) and 1 <= c <= MAX_SIZE for c in cards
         ):
             raise _fail(
-                "static_cardinalities", cards, "give a tuple of ints >= 1, one per categorical"
+                "static_cardinalities",
+                cards,
+                f"give a tuple of ints in [1, {MAX_SIZE}], one per categorical",
             )
         self._check_quantiles()
         if isinstance(self.dropout, bool) or not isinstance(self.dropout, int | float):

@@ -8,18 +8,18 @@ import torch
 
 from foxhunt.errors import ConfigError
 from foxhunt.model.config import TFTConfig
-from foxhunt.model.tft import TemporalFusionTransformer
+from foxhunt.model.factory import DEFAULT_MODEL, build_model
 
 # fp32 weights, gradients and AdamW's two moments; activations come on top
 TRAIN_BYTES_PER_PARAMETER = 16
 LOAD_BYTES_PER_PARAMETER = 4
 
 
-def parameter_count(config: TFTConfig) -> int:
+def parameter_count(config: TFTConfig, model_class: str = DEFAULT_MODEL) -> int:
     """Exact, without allocating: the model is built on the meta device."""
     try:
         with torch.device("meta"):
-            model = TemporalFusionTransformer(config)
+            model = build_model(model_class, config)
     except (RuntimeError, OverflowError):  # a size product beyond int64: no memory holds it
         raise ConfigError(
             f"model config (hidden_size={config.hidden_size}, lookback={config.lookback}, "
@@ -35,10 +35,14 @@ def buffer_bytes(config: TFTConfig) -> int:
 
 
 def check_fits_in_memory(
-    config: TFTConfig, *, per_parameter: int = TRAIN_BYTES_PER_PARAMETER, what: str = "training"
+    config: TFTConfig,
+    *,
+    per_parameter: int = TRAIN_BYTES_PER_PARAMETER,
+    what: str = "training",
+    model_class: str = DEFAULT_MODEL,
 ) -> int:
     """Refuse a model whose parameters alone exceed the available RAM; returns the count."""
-    params = parameter_count(config)
+    params = parameter_count(config, model_class)
     need = params * per_parameter + buffer_bytes(config)
     available = psutil.virtual_memory().available
     if need > available:
@@ -64,10 +68,12 @@ def activation_bytes(config: TFTConfig, batch_size: int) -> int:
     return 4 * batch_size * per_sample
 
 
-def check_step_fits_in_memory(config: TFTConfig, batch_size: int) -> None:
+def check_step_fits_in_memory(
+    config: TFTConfig, batch_size: int, *, model_class: str = DEFAULT_MODEL
+) -> None:
     """Refuse a model and batch whose weights, optimizer state and activations exceed RAM
     (an OOM kill is a hang or a lost run, not a message)."""
-    params = check_fits_in_memory(config)
+    params = check_fits_in_memory(config, model_class=model_class)
     need = params * TRAIN_BYTES_PER_PARAMETER + activation_bytes(config, batch_size)
     available = psutil.virtual_memory().available
     if need > available:

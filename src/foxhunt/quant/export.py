@@ -2,8 +2,10 @@
 
 A QAT run folder is an ordinary run folder plus ``qat.json`` (its :class:`QATConfig`); its
 ``model.safetensors`` holds the fake-quant model's state (weights, frozen scales), which
-``load_run`` loads into a freshly prepared model. ``export_run`` turns a run into an int8
-folder that ``foxhunt predict`` / ``foxhunt evaluate`` take in place of the run folder:
+``load_trained_run`` loads into a freshly prepared model. ``export_run`` turns a run into an
+int8 folder that ``foxhunt predict`` / ``foxhunt evaluate`` take in place of the run folder
+(``foxhunt.serving.load_run`` tells them apart). Files are named and read through
+``foxhunt.runs``, which imports nothing from here:
 
     EXPORT_DIR/
       config.json              the run's config (data, model, training)
@@ -31,49 +33,55 @@ from safetensors.torch import save as save_safetensors
 from torch import nn
 
 from foxhunt.errors import ConfigError, FoxhuntError
+from foxhunt.model.factory import build_model
 from foxhunt.model.size import check_fits_in_memory
-from foxhunt.model.tft import TemporalFusionTransformer
 from foxhunt.quant.config import LSTM_MODES, QATConfig
 from foxhunt.quant.guard import check_exact
 from foxhunt.quant.kernel import accelerate
 from foxhunt.quant.serialize import int8_tensors, layout_digest, load_int8_tensors, pack, unpack
 from foxhunt.quant.toolkit import engine
-from foxhunt.quant.transform import MODES, convert, int8_structure, plan, quantize_dynamic
+from foxhunt.quant.transform import (
+    MODES,
+    convert,
+    int8_structure,
+    plan,
+    prepare_qat,
+    quantize_dynamic,
+)
 from foxhunt.quant.weights import dequantize_stored
-from foxhunt.run import (
+from foxhunt.runs import (
     BASELINE_FILE,
     CONFIG_FILE,
+    EXPORT_FILE,
+    INT8_WEIGHTS_FILE,
     PREPROCESSOR_FILE,
     LoadedRun,
-    load_run,
+    is_export,
+    load_run_folder,
     read_json,
+    read_qat_state,
     read_run_config,
+    read_run_preprocessor,
+    save_qat_state,
     versions,
     weights_bytes,
 )
-from foxhunt.run_checks import read_preprocessor
 from foxhunt.storage import atomic_write_bytes, atomic_write_json
 
 log = logging.getLogger(__name__)
 
-QAT_FILE = "qat.json"
-EXPORT_FILE = "quantization.json"
-INT8_WEIGHTS_FILE = "model_int8.safetensors"
 FORMAT = 1
 
 
 def save_qat_config(run_dir: Path, config: QATConfig | None) -> None:
     """Mark ``run_dir`` as a QAT run (None: as an FP32 run, removing a stale marker)."""
-    if config is None:
-        (Path(run_dir) / QAT_FILE).unlink(missing_ok=True)
-    else:
-        atomic_write_json(Path(run_dir) / QAT_FILE, config.to_dict())
+    save_qat_state(run_dir, None if config is None else config.to_dict())
 
 
 def read_qat_config(run_dir: Path) -> QATConfig | None:
     """The QAT config of a run folder, None for an FP32 run."""
-    path = Path(run_dir) / QAT_FILE
-    return QATConfig.from_dict(read_json(path)) if path.is_file() else None
+    state = read_qat_state(run_dir)
+    return None if state is None else QATConfig.from_dict(state)
 
 
 def run_qat_config(run_dir: Path, requested: QATConfig | None, *, resume: bool) -> QATConfig | None:
@@ -90,8 +98,12 @@ def run_qat_config(run_dir: Path, requested: QATConfig | None, *, resume: bool) 
     return saved
 
 
-def is_export(folder: Path) -> bool:
-    return (Path(folder) / EXPORT_FILE).is_file()
+def load_trained_run(run_dir: Path, *, device: str | torch.device = "cpu") -> LoadedRun:
+    """A run folder's model as trained: a QAT run's fake-quant state loads into a freshly
+    prepared model (the same transform), an FP32 run's into the plain one."""
+    qat = read_qat_config(run_dir)
+    prepare = None if qat is None else (lambda model: prepare_qat(model, qat))
+    return load_run_folder(run_dir, device=device, prepare=prepare)
 
 
 def export_run(run_dir: Path, output: Path, *, mode: str) -> dict[str, Any]:
@@ -115,8 +127,9 @@ def export_run(run_dir: Path, output: Path, *, mode: str) -> dict[str, Any]:
         raise FoxhuntError(f"{run_dir} is a QAT run: export it with --int8")
     if output.resolve() == run_dir.resolve():
         raise FoxhuntError("--output must differ from the run folder")
-    loaded = load_run(run_dir)
-    float_model = TemporalFusionTransformer(loaded.config.model)  # what an FP32 run would save
+    loaded = load_trained_run(run_dir)
+    # what an FP32 run would save
+    float_model = build_model(loaded.config.model_class, loaded.config.model)
     lstm, backend = (qat.lstm, qat.backend) if qat else (LSTM_MODES[0], QATConfig().backend)
     layers = plan(float_model, lstm=lstm)
     if mode == "qat":
@@ -165,8 +178,10 @@ def load_export(
     if not isinstance(spec, dict) or spec.get("format") != FORMAT or spec.get("mode") not in MODES:
         raise FoxhuntError(f"{folder / EXPORT_FILE}: unknown export format; re-export the run")
     config = read_run_config(folder)  # checked as a run's: sections, fields, size in RAM
-    check_fits_in_memory(config.model, per_parameter=4, what="loading the model")
-    model = TemporalFusionTransformer(config.model)
+    check_fits_in_memory(
+        config.model, per_parameter=4, what="loading the model", model_class=config.model_class
+    )
+    model = build_model(config.model_class, config.model)
     path = folder / INT8_WEIGHTS_FILE
     if not path.is_file():
         raise FoxhuntError(f"{path} not found: the export did not finish")
@@ -190,9 +205,7 @@ def load_export(
             "run if latency matters",
             folder,
         )
-    preprocessor = read_preprocessor(
-        folder / PREPROCESSOR_FILE, lookback=config.model.lookback, horizon=config.model.horizon
-    )
+    preprocessor = read_run_preprocessor(folder, config)
     return LoadedRun(config=config, model=model.eval(), preprocessor=preprocessor)
 
 

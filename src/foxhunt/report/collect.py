@@ -12,8 +12,8 @@ import torch
 
 from foxhunt.data import FeatureSchema, WindowDataset, prepare_data
 from foxhunt.errors import FoxhuntError
-from foxhunt.run import HISTORY_FILE, METRICS_FILE, load_run
-from foxhunt.run_checks import read_history_lines, read_metrics
+from foxhunt.runs import HISTORY_FILE, METRICS_FILE, read_history_lines, read_metrics
+from foxhunt.serving import load_run
 from foxhunt.task import bp_per_unit, calibration
 from foxhunt.training.inference import sequential_batches
 

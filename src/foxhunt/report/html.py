@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 
 from foxhunt.report.collect import ReportData, collect
 from foxhunt.report.figures import FIGURES
+from foxhunt.runs import REPORT_DIR
 from foxhunt.storage import atomic_write_bytes
 from foxhunt.task import results_table
 
@@ -59,7 +60,7 @@ pre{{background:#f6f6f6;padding:1em;overflow-x:auto;}}</style></head><body>
 def write_report(run_dir: Path, data_file: Path | None = None) -> Path:
     """Writes RUN_DIR/report/report.html and one PNG per figure; returns the HTML path."""
     data = collect(run_dir, data_file)
-    out = run_dir / "report"
+    out = run_dir / REPORT_DIR
     images = {}
     for name, make in FIGURES.items():
         images[name] = png(make(data))

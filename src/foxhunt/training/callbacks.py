@@ -8,10 +8,11 @@ written at an event holds every callback's state after that event.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from foxhunt.training.trainer import Trainer
+#: the Trainer that steps the callbacks; named loosely so this module, which the trainer
+#: imports, does not import it back (tests/test_layers.py forbids even a TYPE_CHECKING circle)
+Trainer = Any
 
 
 class Callback(Protocol):

@@ -29,7 +29,7 @@ from safetensors.torch import save as save_tensors
 from torch import Tensor
 
 from foxhunt.config_fields import with_legacy_values
-from foxhunt.identity import check_same_run
+from foxhunt.errors import FoxhuntError
 from foxhunt.storage.base import CheckpointError, CheckpointStorage
 
 if TYPE_CHECKING:
@@ -166,6 +166,20 @@ def config_differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> 
         for k in sorted(set(a) | set(b))
         if k not in RESUMABLE_CHANGES and a.get(k) != b.get(k)
     ]
+
+
+def check_same_run(saved: dict[str, Any] | None, ours: dict[str, Any], where: str) -> None:
+    """A checkpoint's identity against this run's (None: written before identities)."""
+    if saved is None:
+        return
+    if saved.get("run_id") != ours.get("run_id"):
+        raise FoxhuntError(
+            f"{where} belongs to run {saved.get('run_id')}, not to this run "
+            f"({ours.get('run_id')}); checkpoints are never resumed across runs: give each "
+            "run its own --checkpoint-storage"
+        )
+    if saved.get("data") != ours.get("data"):
+        raise FoxhuntError(f"{where} was trained on other data than this run's; not resumed")
 
 
 def checkpoint_step(name: str) -> int | None:

@@ -20,8 +20,6 @@ from foxhunt.data.windows import gap_flags
 from foxhunt.storage import atomic_write_bytes
 from foxhunt.task import bp_per_unit
 
-FORECASTS_FILE = "test_forecasts.parquet"
-
 
 def bar_returns(
     dataset: WindowDataset, preprocessor: Preprocessor, *, train_end: pd.Timestamp | None

@@ -15,27 +15,27 @@ from torch import nn
 
 from foxhunt.baselines import fit_baselines
 from foxhunt.data import PreparedData, WindowDataset, prepare_data
-from foxhunt.identity import write_identity
 from foxhunt.memory import MemoryProfiler
 from foxhunt.memory.oom import REPLAN_FRACTION, budget_bytes, fit_with_oom_guard
 from foxhunt.model.checkpointing import checkpointed_segments
 from foxhunt.model.config import TFTConfig
+from foxhunt.model.factory import build_model
 from foxhunt.model.size import check_step_fits_in_memory
-from foxhunt.model.tft import TemporalFusionTransformer
 from foxhunt.quant import QATConfig, prepare_qat
 from foxhunt.quant.export import run_qat_config, save_qat_config
 from foxhunt.quant.schedule import observers_paused
-from foxhunt.run import (
-    BASELINE_FILE,
-    HISTORY_FILE,
-    METRICS_FILE,
+from foxhunt.runs import (
+    FORECASTS_FILE,
     RunConfig,
     append_history,
+    clear_history,
+    save_baseline_state,
+    save_metrics,
     save_run,
     save_run_config,
     versions,
+    write_identity,
 )
-from foxhunt.storage import atomic_write_json
 from foxhunt.storage.remote import open_storage
 from foxhunt.task import (
     all_baselines,
@@ -48,7 +48,6 @@ from foxhunt.task import (
 from foxhunt.training.calibrate import calibrate_baseline
 from foxhunt.training.checkpoint import Checkpointer, resume_point
 from foxhunt.training.comparison import (
-    FORECASTS_FILE,
     bar_returns,
     forecast_frame,
     vol_baselines,
@@ -160,9 +159,11 @@ def train(
     model_config = fit_model_config(config.model, data)
     config = replace(config, model=model_config)
     # before a 10**7 hidden size or a 10**5 lookback allocates anything
-    check_step_fits_in_memory(model_config, config.training.batch_size)
+    check_step_fits_in_memory(
+        model_config, config.training.batch_size, model_class=config.model_class
+    )
     check_early_stopping(config.training, data)
-    model = TemporalFusionTransformer(model_config)
+    model = build_model(config.model_class, model_config)
     qat = run_qat_config(output_dir, options.qat, resume=options.resume)
     if qat is not None and config.training.validate_initial:
         # untrained QAT weights have observed no activation: no export could be made of them
@@ -185,7 +186,7 @@ def train(
     )
     if ctx.is_main:
         if not options.resume:
-            (output_dir / HISTORY_FILE).unlink(missing_ok=True)
+            clear_history(output_dir)
         save_run_config(output_dir, config, data.preprocessor)
         if options.identity is not None:
             write_identity(output_dir, options.identity)
@@ -263,7 +264,7 @@ def train(
         "historical_quantiles": historical.tolist(),
         "volatility": fitted.state_dict(),
     }
-    atomic_write_json(output_dir / BASELINE_FILE, baseline_state)
+    save_baseline_state(output_dir, baseline_state)
     pred, target = trainer.predict(data.test)
     check_finite_forecasts(pred, "test")  # a NaN model is never saved
     pred, target = pred * scale, target * scale
@@ -293,5 +294,5 @@ def train(
         "device": str(trainer.device),
     }
     save_run(output_dir, model=model, config=config, preprocessor=data.preprocessor)
-    atomic_write_json(output_dir / METRICS_FILE, metrics)
+    save_metrics(output_dir, metrics)
     return JobResult(output_dir, metrics, results_table(metrics, model_config.quantiles))

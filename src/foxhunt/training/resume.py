@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from foxhunt.data import Preprocessor
 from foxhunt.errors import FoxhuntError
-from foxhunt.run import PREPROCESSOR_FILE
-from foxhunt.run_checks import read_preprocessor
+from foxhunt.runs import CHECKPOINTS_DIR, PREPROCESSOR_FILE, read_preprocessor
 
-if TYPE_CHECKING:
-    from foxhunt.training.job import JobOptions
+
+class CheckpointOptions(Protocol):
+    """What of the job's options places the checkpoints (JobOptions has it; naming the
+    protocol, not JobOptions, keeps job.py -> resume.py one way)."""
+
+    @property
+    def checkpoint_storage(self) -> str | None: ...
+
+    @property
+    def identity(self) -> dict[str, Any] | None: ...
 
 
 def load_saved_preprocessor(output_dir: Path) -> Preprocessor:
@@ -23,11 +30,11 @@ def load_saved_preprocessor(output_dir: Path) -> Preprocessor:
     return read_preprocessor(path)  # the checks of load_run; the window is compared later
 
 
-def checkpoint_location(output_dir: Path, options: JobOptions) -> str:
+def checkpoint_location(output_dir: Path, options: CheckpointOptions) -> str:
     """RUN_DIR/checkpoints, or a shared --checkpoint-storage's subfolder for this run id, so
     that two runs sharing it never prune or resume each other's checkpoints."""
     if options.checkpoint_storage is None:
-        return str(output_dir / "checkpoints")
+        return str(output_dir / CHECKPOINTS_DIR)
     run_id = (options.identity or {}).get("run_id")
     base = options.checkpoint_storage.rstrip("/")
     return f"{base}/{run_id}" if run_id else base

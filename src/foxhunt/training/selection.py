@@ -53,7 +53,7 @@ class InitialGate:
 
     def remember(self, predict: Predict, val_set: Dataset[TFTBatch]) -> None:
         """Score the initial weights window by window (called right after validating them)."""
-        if self.confidence > 0.0:
+        if self.confidence > 0.0 and len(val_set):  # type: ignore[arg-type]
             self.reference = window_losses(*predict(val_set), self.quantiles)
 
     def accepts(
@@ -65,7 +65,7 @@ class InitialGate:
     ) -> bool:
         """Is the model's current state better than the initial weights with the required
         confidence? Every DDP rank scores the whole split, so all decide alike."""
-        if self.confidence <= 0.0:
+        if self.confidence <= 0.0 or not len(val_set):  # type: ignore[arg-type]
             return True
         candidate = window_losses(*predict(val_set), self.quantiles)
         if self.reference is None:  # after a resume: score the initial weights again

@@ -23,30 +23,9 @@ from types import TracebackType
 from typing import Literal
 
 from foxhunt.errors import ConfigError
+from foxhunt.runs.files import OWNED_ENTRIES, RUN_ENTRIES
 from foxhunt.storage.atomic import fsync_dir
 
-# Any of these makes a folder a run: a guard that looked at checkpoints/ alone let a new
-# run silently replace a finished run's weights once that folder was deleted.
-RUN_ENTRIES = (
-    "config.json",
-    "model.safetensors",
-    "metrics.json",
-    "preprocessor.json",
-    "history.jsonl",
-    "checkpoints",
-    "identity.json",
-)
-# What foxhunt itself writes into a run folder; anything else is the user's and is never
-# deleted by --overwrite.
-OWNED_ENTRIES = (
-    *RUN_ENTRIES,
-    "baseline.json",
-    "test_forecasts.parquet",
-    "qat.json",
-    "report",
-    "int8",
-    "int8-dynamic",
-)
 Mode = Literal["new", "replace", "resume"]
 
 

@@ -7,7 +7,6 @@ with their config or scales that turn every forecast into NaN.
 
 from __future__ import annotations
 
-import json
 import math
 import zoneinfo
 from pathlib import Path
@@ -17,22 +16,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from foxhunt.baselines import FittedBaselines
 from foxhunt.data import Preprocessor
 from foxhunt.data.volatility import MINUTES_PER_DAY
 from foxhunt.errors import FoxhuntError
-from foxhunt.storage.bounded import read_bytes_bounded, read_json_bounded, regular_size
+from foxhunt.storage.bounded import read_json_bounded, regular_size
 
 CONFIG_SECTIONS = ("data", "model", "training")
-OPTIONAL_SECTIONS = ("versions",)
+OPTIONAL_SECTIONS = ("model_class", "versions")
 HEADER_SLACK = 16 << 20  # a safetensors header and alignment, generously
-HISTORY_LIMIT = 256 << 20  # one line per epoch and memory event
-# the numbers the report plots, per event
-HISTORY_FIELDS = {
-    "epoch": ("epoch", "train_loss", "val_loss"),
-    "memory_step": ("step", "used_mb", "peak_mb"),
-    "memory_epoch_end": ("used_mb",),
-}
 
 
 class RunFileError(FoxhuntError):
@@ -40,7 +31,8 @@ class RunFileError(FoxhuntError):
 
 
 def read_config_sections(path: Path) -> dict[str, Any]:
-    """config.json's data, model and training sections; unknown sections refused."""
+    """config.json's data, model and training sections and its model class (if named);
+    unknown sections refused."""
     raw = read_json_bounded(path)
     if not isinstance(raw, dict):
         raise RunFileError(f"{path}: expected a JSON object, found {type(raw).__name__}")
@@ -50,7 +42,9 @@ def read_config_sections(path: Path) -> dict[str, Any]:
     for section in CONFIG_SECTIONS:
         if not isinstance(raw.get(section), dict):
             raise RunFileError(f"{path}: section {section!r} is missing or not an object")
-    return {k: raw[k] for k in CONFIG_SECTIONS}
+    if "model_class" in raw and not isinstance(raw["model_class"], str):
+        raise RunFileError(f'{path}: model_class must be a name such as "tft"')
+    return {k: raw[k] for k in (*CONFIG_SECTIONS, "model_class") if k in raw}
 
 
 def check_weights_file(path: Path, parameters: int) -> None:
@@ -168,131 +162,3 @@ def check_volatility_profile(path: Path, pre: Preprocessor) -> None:
         )
     if not (np.isfinite(values).all() and (values > 0).all() and values.max() < 1e6):
         raise RunFileError(f"{path}: profile.values must be finite and in (0, 1e6)")
-
-
-def read_metrics(path: Path, quantiles: tuple[float, ...]) -> dict[str, Any]:
-    """metrics.json: a `test` block and a `baselines` mapping of blocks, each with every
-    metric of every quantile, as numbers."""
-    metrics = read_json_bounded(path)
-    ok = isinstance(metrics, dict) and isinstance(metrics.get("test"), dict)
-    baselines = metrics.get("baselines") if isinstance(metrics, dict) else None
-    if (
-        not ok
-        or not isinstance(baselines, dict)
-        or not all(isinstance(b, dict) for b in baselines.values())
-    ):
-        raise RunFileError(f"{path}: expected the sections test and baselines; the file is damaged")
-    for name, block in {"test": metrics["test"], **baselines}.items():
-        field = missing_metric(block, quantiles) or non_numeric_leaf(block)
-        if field is not None:
-            raise RunFileError(f"{path}: {name}.{field} is not a number; the file is damaged")
-    return dict(metrics)
-
-
-METRIC_KEYS = ("mean_quantile_loss", "num_windows", "q_risk_p50", "q_risk_p90")
-
-
-def missing_metric(block: dict[str, Any], quantiles: tuple[float, ...]) -> str | None:
-    for key in METRIC_KEYS:
-        if key not in block:
-            return key
-    for table in ("quantile_loss", "calibration"):
-        per_q = block.get(table)
-        if not isinstance(per_q, dict):
-            return table
-        for q in quantiles:
-            if f"{q:g}" not in per_q:
-                return f"{table}.{q:g}"
-    coverage = block.get("coverage")
-    if not isinstance(coverage, dict):
-        return "coverage"
-    return next(
-        (f"coverage.{k}" for k in ("interval", "nominal", "observed") if k not in coverage), None
-    )
-
-
-def is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def non_numeric_leaf(block: dict[str, Any]) -> str | None:
-    """The first metric of a block that is not a number (a text `reason` is allowed; the
-    per-quantile tables and coverage hold numbers, coverage.interval two of them)."""
-    for key, value in block.items():
-        if key == "reason" and isinstance(value, str):
-            continue
-        if key not in ("quantile_loss", "calibration", "coverage"):
-            if not is_number(value):
-                return key
-            continue
-        for inner, number in value.items():
-            pair = isinstance(number, list) and len(number) == 2 and all(map(is_number, number))
-            if not (pair if inner == "interval" else is_number(number)):
-                return f"{key}.{inner}"
-    return None
-
-
-def non_numeric_tree(obj: Any, where: str) -> str | None:
-    """The first leaf of nested objects and lists that is not a number (a text `error`, a
-    baseline that could not be fitted, is allowed)."""
-    if isinstance(obj, dict):
-        if not obj:
-            return where
-        for key, value in obj.items():
-            if key == "error" and isinstance(value, str):
-                continue
-            found = non_numeric_tree(value, f"{where}.{key}")
-            if found:
-                return found
-        return None
-    if isinstance(obj, list):
-        return next((where for v in obj if not is_number(v)), None)
-    return None if is_number(obj) else where
-
-
-def read_history_lines(path: Path) -> list[dict[str, Any]]:
-    """history.jsonl: one JSON object per line; a damaged line is named, not skipped."""
-    if not path.exists():
-        return []
-    raw = read_bytes_bounded(path, HISTORY_LIMIT)
-    records = []
-    for number, line in enumerate(raw.decode(errors="replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            record = None
-        if not isinstance(record, dict):
-            raise RunFileError(f"{path}: line {number} is not a JSON object; the file is damaged")
-        for field in HISTORY_FIELDS.get(str(record.get("event")), ()):
-            value = record.get(field)
-            if not isinstance(value, int | float) or isinstance(value, bool):
-                raise RunFileError(
-                    f"{path}: line {number}: field {field} is missing or not a number"
-                )
-        records.append(record)
-    return records
-
-
-def read_baseline_state(path: Path, *, horizon: int, quantiles: int) -> dict[str, Any]:
-    """baseline.json: historical quantiles [horizon, quantiles], finite; volatility optional."""
-    saved = read_json_bounded(path)
-    historical = saved.get("historical_quantiles") if isinstance(saved, dict) else None
-    try:
-        table = np.asarray(historical, dtype=np.float64)
-    except (TypeError, ValueError):
-        table = np.empty(0)
-    if table.shape != (horizon, quantiles) or not np.isfinite(table).all():
-        raise RunFileError(
-            f"{path}: historical_quantiles must be {horizon} x {quantiles} finite numbers"
-        )
-    if "volatility" in saved:
-        field = non_numeric_tree(saved["volatility"], "volatility")
-        if field is not None:
-            raise RunFileError(f"{path}: {field} must be a number; the file is damaged")
-        try:  # numbers, but do they make a forecast? (huge ones overflow to inf quantiles)
-            FittedBaselines.from_state_dict(saved["volatility"])
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise RunFileError(f"{path}: volatility: {exc}; the file is damaged") from None
-    return {**saved, "historical_quantiles": table.tolist()}  # floats, whatever JSON held

@@ -1,8 +1,8 @@
 """A run's identity: which run, trained on exactly which data, with which configuration.
 
 identity.json in the run folder and every checkpoint's metadata carry it, so a checkpoint
-is never resumed (or pruned) by another run, and `--resume` refuses a data file that
-changed since training started.
+is never resumed (or pruned) by another run (training/checkpoint.py's `check_same_run`),
+and `--resume` refuses a data file that changed since training started.
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from foxhunt.errors import DataError, FoxhuntError
+from foxhunt.runs.files import IDENTITY_FILE
 from foxhunt.storage import atomic_write_json
 from foxhunt.storage.bounded import read_json_bounded
+from foxhunt.training.checkpoint import RESUMABLE_CHANGES, flatten
 
-IDENTITY_FILE = "identity.json"
 FULL_HASH_LIMIT = 256 << 20  # hashing a whole file this size takes well under a second
 EDGE = 1 << 20  # past the limit: the first and last MiB, with the size
 
@@ -44,8 +45,6 @@ def fingerprint(path: Path | None) -> dict[str, Any]:
 
 
 def config_digest(config: dict[str, Any]) -> str:
-    from foxhunt.training.checkpoint import RESUMABLE_CHANGES, flatten  # training imports us
-
     fixed = {k: v for k, v in flatten(config).items() if k not in RESUMABLE_CHANGES}
     return hashlib.sha256(json.dumps(fixed, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -90,17 +89,3 @@ def check_same_data(identity: dict[str, Any], data_path: Path | None) -> None:
             f"changed: {saved.get('bytes')} -> {current.get('bytes')} bytes); resuming would "
             "mix two datasets; train a new run with --overwrite or another --output-dir"
         )
-
-
-def check_same_run(saved: dict[str, Any] | None, ours: dict[str, Any], where: str) -> None:
-    """A checkpoint's identity against this run's (None: written before identities)."""
-    if saved is None:
-        return
-    if saved.get("run_id") != ours.get("run_id"):
-        raise FoxhuntError(
-            f"{where} belongs to run {saved.get('run_id')}, not to this run "
-            f"({ours.get('run_id')}); checkpoints are never resumed across runs: give each "
-            "run its own --checkpoint-storage"
-        )
-    if saved.get("data") != ours.get("data"):
-        raise FoxhuntError(f"{where} was trained on other data than this run's; not resumed")

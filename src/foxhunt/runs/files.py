@@ -1,0 +1,67 @@
+"""The names of everything a run folder (and an int8 export folder) holds.
+
+    run_dir/
+      config.json             data, model and training config, the model class, versions
+      model.safetensors       weights (no pickle)
+      preprocessor.json       fitted scalers and category encoders
+      identity.json           run id, config digest, data fingerprint (identity.py)
+      qat.json                a QAT run's QATConfig (absent: an FP32 run)
+      metrics.json            test metrics of the TFT and the baselines
+      baseline.json           what the baselines fitted on train (historical quantiles per
+                              step, intraday profiles, GARCH parameters), for `evaluate`
+      test_forecasts.parquet  every test window's forecasts, the TFT's and the baselines'
+      history.jsonl           one line per epoch (and memory events)
+      checkpoints/            the trainer's checkpoints (unless --checkpoint-storage)
+      report/                 `foxhunt report`'s HTML and figures
+      int8/, int8-dynamic/    `foxhunt export`'s default folders (see EXPORT_DIRS)
+
+An export folder holds config.json, preprocessor.json and baseline.json copied from the
+run, plus quantization.json and model_int8.safetensors (quant/export.py writes them).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.safetensors"
+PREPROCESSOR_FILE = "preprocessor.json"
+IDENTITY_FILE = "identity.json"
+QAT_FILE = "qat.json"
+METRICS_FILE = "metrics.json"
+BASELINE_FILE = "baseline.json"
+FORECASTS_FILE = "test_forecasts.parquet"
+HISTORY_FILE = "history.jsonl"
+CHECKPOINTS_DIR = "checkpoints"
+REPORT_DIR = "report"
+EXPORT_FILE = "quantization.json"
+INT8_WEIGHTS_FILE = "model_int8.safetensors"
+#: `foxhunt export`'s default folder inside the run, by export mode
+EXPORT_DIRS = {"qat": "int8", "dynamic": "int8-dynamic"}
+
+# Any of these makes a folder a run: a guard that looked at checkpoints/ alone let a new
+# run silently replace a finished run's weights once that folder was deleted.
+RUN_ENTRIES = (
+    CONFIG_FILE,
+    WEIGHTS_FILE,
+    METRICS_FILE,
+    PREPROCESSOR_FILE,
+    HISTORY_FILE,
+    CHECKPOINTS_DIR,
+    IDENTITY_FILE,
+)
+# What foxhunt itself writes into a run folder; anything else is the user's and is never
+# deleted by --overwrite.
+OWNED_ENTRIES = (
+    *RUN_ENTRIES,
+    BASELINE_FILE,
+    FORECASTS_FILE,
+    QAT_FILE,
+    REPORT_DIR,
+    *EXPORT_DIRS.values(),
+)
+
+
+def is_export(folder: Path) -> bool:
+    """An int8 export folder (foxhunt export) rather than a run folder."""
+    return (Path(folder) / EXPORT_FILE).is_file()
