@@ -17,7 +17,6 @@ from torch.utils.data import Dataset, Subset
 from tqdm import tqdm
 
 from foxhunt.batch import TFTBatch
-from foxhunt.errors import FoxhuntError
 from foxhunt.memory.oom import optimizer_step_oom
 from foxhunt.task import batch_loss, pinball_total
 from foxhunt.training import precision
