@@ -3,7 +3,8 @@
 Every import in the package is read from the source (module level, inside functions and under
 TYPE_CHECKING alike), so a lazy import cannot hide an upward edge. The rules below are those
 that hold today and must keep holding; the architecture issue's remaining edges (run <-> quant)
-are not covered yet.
+are not covered yet. ``transforms`` sits on ``model`` and ``quant``'s transforms; nothing in
+``model/`` imports it, nor ``torch.utils.checkpoint``.
 """
 
 from __future__ import annotations
@@ -29,13 +30,24 @@ ALLOWED = {
     "baselines": {"data", "errors"},
     # the loss, the units and the scoring: on top of the data and baselines it scores
     "task": {"baselines", "batch", "config_fields", "data", "errors", "model", "storage"},
-    # the memory tools know models, batches and a loss callable, never the trainer
-    "memory": {"batch", "config_fields", "cpp_kernels", "errors", "model", "storage", "task"},
-}
+    # transforms of a built model (checkpointing; QAT re-exported from quant): applied from
+    # outside the model, which imports none of them
+    "transforms": {"batch", "config_fields", "cpp_kernels", "errors", "model", "quant"},
+    # the memory tools know models, batches, a loss callable and the checkpointing transform,
+    # never the trainer
+    "memory": {
+        "batch", "config_fields", "cpp_kernels", "errors", "model", "storage", "task",
+        "transforms",
+    },
+}  # fmt: skip
+
+#: the part of ``quant`` that ``transforms`` may import: the transforms themselves, not the
+#: int8 export (which reads run folders, a layer above)
+QUANT_TRANSFORMS = ("quant", "quant.config", "quant.schedule", "quant.transform")
 
 #: the benchmark tools (``foxhunt.bench``) are off the training path: none of these (nor any
 #: run-folder module, ``run*``) imports them
-TRAINING_PATH = ("identity", "memory", "task", "training")
+TRAINING_PATH = ("identity", "memory", "task", "training", "transforms")
 
 
 def layer_of(path: Path) -> str:
@@ -44,6 +56,11 @@ def layer_of(path: Path) -> str:
 
 def foxhunt_imports(path: Path) -> set[str]:
     """First names under foxhunt that ``path`` imports, anywhere in the file."""
+    return {module.split(".")[0] for module in foxhunt_modules(path)}
+
+
+def foxhunt_modules(path: Path) -> set[str]:
+    """Dotted names under foxhunt (without ``foxhunt.``) that ``path`` imports, anywhere."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.ImportFrom) and node.module == "foxhunt":  # from foxhunt import x
@@ -57,7 +74,7 @@ def foxhunt_imports(path: Path) -> set[str]:
         for name in names:
             parts = name.split(".")
             if parts[0] == "foxhunt" and len(parts) > 1:
-                found.add(parts[1])
+                found.add(".".join(parts[1:]))
     return found
 
 
@@ -71,6 +88,34 @@ def test_lower_layers_import_nothing_above_them(layer: str) -> None:
         for name in foxhunt_imports(p) - ALLOWED[layer] - {layer}
     }
     assert not upward, sorted(upward)
+
+
+def test_transforms_take_from_quant_only_its_transforms() -> None:
+    files = [p for p in PACKAGE.rglob("*.py") if layer_of(p) == "transforms"]
+    found = {
+        f"{p.relative_to(PACKAGE)} -> foxhunt.{name}"
+        for p in files
+        for name in foxhunt_modules(p)
+        if name.split(".")[0] == "quant" and name not in QUANT_TRANSFORMS
+    }
+    assert not found, sorted(found)
+
+
+def test_the_model_does_not_checkpoint_itself() -> None:
+    """Activation checkpointing is a transform outside the model (``foxhunt.transforms``): no
+    module of ``model/`` imports ``torch.utils.checkpoint``."""
+    found = []
+    for path in (PACKAGE / "model").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            if any(n.startswith("torch.utils.checkpoint") for n in names):
+                found.append(str(path.relative_to(PACKAGE)))
+    assert not found, found
 
 
 def test_the_training_path_does_not_import_the_benchmarks() -> None:

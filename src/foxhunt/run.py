@@ -132,7 +132,7 @@ def load_run(run_dir: Path, *, device: str | torch.device = "cpu") -> LoadedRun:
     """Rebuild the model and preprocessing of a finished run (or of its int8 export),
     refusing damaged files."""
     from foxhunt.quant.export import is_export, load_export, read_qat_config  # imports this
-    from foxhunt.quant.transform import prepare_qat
+    from foxhunt.transforms import apply_model_transforms
 
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
@@ -153,8 +153,7 @@ def load_run(run_dir: Path, *, device: str | torch.device = "cpu") -> LoadedRun:
         raise FoxhuntError(f"{weights_path} is corrupted or truncated ({exc})") from exc
     model = TemporalFusionTransformer(config.model)
     qat = read_qat_config(run_dir)
-    if qat is not None:  # a QAT run saved its fake-quant state: load it into the same transform
-        prepare_qat(model, qat)
+    apply_model_transforms(model, config.model, qat=qat)  # a QAT run loads into the same transform
     check_state(weights_path, state, model)
     missing, unexpected = model.load_state_dict(state, strict=False)
     if missing or unexpected:

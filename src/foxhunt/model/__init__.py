@@ -1,10 +1,7 @@
-"""The Temporal Fusion Transformer: config, blocks, model and loss."""
+"""The Temporal Fusion Transformer: config, blocks, model and loss.
 
-from foxhunt.model.checkpointing import (
-    apply_checkpointing,
-    checkpointed_segments,
-    remove_checkpointing,
-)
+Transforms of a built model (checkpointing, QAT) live in ``foxhunt.transforms``."""
+
 from foxhunt.model.config import SEGMENTS, TFTConfig
 from foxhunt.model.loss import quantile_loss, quantile_loss_per_quantile
 from foxhunt.model.tft import TemporalFusionTransformer, TFTOutput
@@ -14,9 +11,6 @@ __all__ = [
     "TFTConfig",
     "TFTOutput",
     "TemporalFusionTransformer",
-    "apply_checkpointing",
-    "checkpointed_segments",
     "quantile_loss",
     "quantile_loss_per_quantile",
-    "remove_checkpointing",
 ]

@@ -53,6 +53,7 @@ from foxhunt.run import (
 )
 from foxhunt.run_checks import read_preprocessor
 from foxhunt.storage import atomic_write_bytes, atomic_write_json
+from foxhunt.transforms import apply_model_transforms
 
 log = logging.getLogger(__name__)
 
@@ -166,7 +167,7 @@ def load_export(
         raise FoxhuntError(f"{folder / EXPORT_FILE}: unknown export format; re-export the run")
     config = read_run_config(folder)  # checked as a run's: sections, fields, size in RAM
     check_fits_in_memory(config.model, per_parameter=4, what="loading the model")
-    model = TemporalFusionTransformer(config.model)
+    model = apply_model_transforms(TemporalFusionTransformer(config.model), config.model)
     path = folder / INT8_WEIGHTS_FILE
     if not path.is_file():
         raise FoxhuntError(f"{path} not found: the export did not finish")
