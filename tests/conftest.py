@@ -1,7 +1,9 @@
 """Suite-wide settings and fixtures."""
 
 import os
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -9,6 +11,11 @@ import torch
 from hypothesis import settings
 
 from foxhunt import cpp_kernels
+
+# the shared test helpers import as ``helpers`` (tests/helpers/), here and in spawned workers
+TESTS = str(Path(__file__).resolve().parent)
+if TESTS not in sys.path:
+    sys.path.insert(0, TESTS)
 
 # One intra-op thread: the tiny models here gain nothing from more, and a busy 2-core machine
 # with spinning OpenMP threads can slow a multi-threaded step down a hundredfold.

@@ -4,7 +4,8 @@ Every import in the package is read from the source (module level, inside functi
 TYPE_CHECKING alike), so a lazy import cannot hide an upward edge or a circle. Three checks:
 the lower layers import nothing above them (ALLOWED); no module imports itself back through
 any chain of imports; and the layers form no ring once the few upward edges still owed to the
-architecture issue (UPWARD_DEBTS, each confined to the modules named) are set aside.
+architecture issue (UPWARD_DEBTS, each confined to the modules named) are set aside. ``transforms`` sits on ``model`` and
+``quant``'s transforms; nothing in ``model/`` imports it, nor ``torch.utils.checkpoint``.
 """
 
 from __future__ import annotations
@@ -32,7 +33,19 @@ ALLOWED = {
     # the loss, the units and the scoring: on top of the data and baselines it scores
     "task": {"baselines", "batch", "config_fields", "data", "errors", "model", "storage"},
     # the memory tools know models, batches and a loss callable, never the trainer
-    "memory": {"batch", "config_fields", "cpp_kernels", "errors", "model", "storage", "task"},
+    "memory": {
+        "batch",
+        "config_fields",
+        "cpp_kernels",
+        "errors",
+        "model",
+        "storage",
+        "task",
+        "transforms",
+    },
+    # transforms of a built model (checkpointing; QAT re-exported from quant): applied from
+    # outside the model, which imports none of them
+    "transforms": {"batch", "config_fields", "cpp_kernels", "errors", "model", "quant"},
     # the run folder knows no quantization: quant/export.py reads runs, and serving.py (above
     # both) chooses between a run and its int8 export
     "runs": {"baselines", "data", "errors", "model", "storage", "training"},
@@ -48,11 +61,17 @@ UPWARD_DEBTS = {
     # the int8 exporter reads runs, so it sits above the run folder while the QAT transforms
     # beside it sit below training
     ("quant", "runs"): {"quant/export.py"},
+    # ... and builds the model it exports through the transforms (which use quant's QAT)
+    ("quant", "transforms"): {"quant/export.py"},
 }
 
 #: the benchmark tools (``foxhunt.bench``) are off the training path: none of these (nor any
 #: run-folder module, ``run*``) imports them
-TRAINING_PATH = ("memory", "task", "training")
+#: the part of ``quant`` that ``transforms`` may import: the transforms themselves, not the
+#: int8 export (which reads run folders, a layer above)
+QUANT_TRANSFORMS = ("quant", "quant.config", "quant.schedule", "quant.transform")
+
+TRAINING_PATH = ("memory", "task", "training", "transforms")
 
 
 def layer_of(path: Path) -> str:
@@ -66,6 +85,12 @@ def is_module(path: Path) -> bool:
 
 def foxhunt_imports(path: Path) -> set[str]:
     """First names under foxhunt that ``path`` imports, anywhere in the file."""
+    first = {module.split(".")[0] for module in foxhunt_modules(path)}
+    return {name for name in first if is_module(PACKAGE / name)}
+
+
+def foxhunt_modules(path: Path) -> set[str]:
+    """Dotted names under foxhunt (without ``foxhunt.``) that ``path`` imports, anywhere."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.ImportFrom) and node.module == "foxhunt":  # from foxhunt import x
@@ -93,6 +118,34 @@ def test_lower_layers_import_nothing_above_them(layer: str) -> None:
         for name in foxhunt_imports(p) - ALLOWED[layer] - {layer}
     }
     assert not upward, sorted(upward)
+
+
+def test_transforms_take_from_quant_only_its_transforms() -> None:
+    files = [p for p in PACKAGE.rglob("*.py") if layer_of(p) == "transforms"]
+    found = {
+        f"{p.relative_to(PACKAGE)} -> foxhunt.{name}"
+        for p in files
+        for name in foxhunt_modules(p)
+        if name.split(".")[0] == "quant" and name not in QUANT_TRANSFORMS
+    }
+    assert not found, sorted(found)
+
+
+def test_the_model_does_not_checkpoint_itself() -> None:
+    """Activation checkpointing is a transform outside the model (``foxhunt.transforms``): no
+    module of ``model/`` imports ``torch.utils.checkpoint``."""
+    found = []
+    for path in (PACKAGE / "model").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            if any(n.startswith("torch.utils.checkpoint") for n in names):
+                found.append(str(path.relative_to(PACKAGE)))
+    assert not found, found
 
 
 def test_the_training_path_does_not_import_the_benchmarks() -> None:

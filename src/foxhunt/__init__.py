@@ -1,14 +1,15 @@
 """foxhunt: Temporal Fusion Transformers for futures bars."""
 
 from foxhunt.batch import TFTBatch
-from foxhunt.model.checkpointing import (
-    apply_checkpointing,
-    checkpointed_segments,
-    remove_checkpointing,
-)
 from foxhunt.model.config import TFTConfig
 from foxhunt.model.loss import quantile_loss
 from foxhunt.model.tft import TemporalFusionTransformer, TFTOutput
+from foxhunt.transforms import (
+    apply_checkpointing,
+    apply_model_transforms,
+    checkpointed_segments,
+    remove_checkpointing,
+)
 
 __all__ = [
     "TFTBatch",
@@ -16,6 +17,7 @@ __all__ = [
     "TFTOutput",
     "TemporalFusionTransformer",
     "apply_checkpointing",
+    "apply_model_transforms",
     "checkpointed_segments",
     "quantile_loss",
     "remove_checkpointing",

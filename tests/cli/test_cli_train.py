@@ -13,12 +13,9 @@ from safetensors.torch import load_file
 from foxhunt.cli import main
 from foxhunt.data import generate_bars
 from foxhunt.serving import load_run
+from helpers import SYNTHETIC_CLI, TINY_CLI
 
-SMALL = [
-    "--synthetic-days", "8", "--lookback", "16", "--horizon", "4", "--hidden-size", "8",
-    "--variable-hidden-size", "4", "--attention-heads", "2", "--batch-size", "32",
-    "--max-steps-per-epoch", "5", "--patience", "0", "--seed", "3",
-]  # fmt: skip
+SMALL = [*SYNTHETIC_CLI, *TINY_CLI, "--max-steps-per-epoch", "5", "--seed", "3"]
 
 
 @pytest.fixture(scope="module")

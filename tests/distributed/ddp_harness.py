@@ -21,18 +21,21 @@ from typing import Any
 
 import torch
 
-from foxhunt.data import DataConfig, PreparedData, prepare_data
+from foxhunt.data import PreparedData
 from foxhunt.model.config import TFTConfig
-from foxhunt.model.tft import TemporalFusionTransformer
 from foxhunt.training.config import TrainingConfig
-from foxhunt.training.job import fit_model_config
 from foxhunt.training.trainer import Trainer
+from helpers import (
+    SYNTHETIC_CLI,
+    TINY_CLI,
+    fitted,
+    make_trainer,
+    tiny_model,
+    tiny_training,
+)
 
-TINY_DATA = DataConfig(synthetic_days=8, lookback=16, horizon=4)
-TINY_CLI = [
-    "--synthetic-days", "8", "--lookback", "16", "--horizon", "4", "--hidden-size", "8",
-    "--variable-hidden-size", "4", "--attention-heads", "2", "--batch-size", "32",
-    "--max-steps-per-epoch", "4", "--patience", "0", "--seed", "3", "--device", "cpu",
+TINY_ARGS = [
+    *SYNTHETIC_CLI, *TINY_CLI, "--max-steps-per-epoch", "4", "--seed", "3", "--device", "cpu",
 ]  # fmt: skip
 
 
@@ -131,21 +134,11 @@ def launch(
 
 
 # --- a tiny model and trainer, the same in the parent and the workers ----------------------
-def tiny_data() -> PreparedData:
-    return prepare_data(TINY_DATA)
-
-
 def tiny_model_config(data: PreparedData, dropout: float) -> TFTConfig:
-    base = TFTConfig(
-        num_static=0, num_past=1, num_future=0, lookback=16, horizon=4, hidden_size=8,
-        variable_hidden_size=4, attention_heads=2, dropout=dropout,
-    )  # fmt: skip
-    return fit_model_config(base, data)
+    return fitted(tiny_model(hidden_size=8, dropout=dropout), data)
 
 
-TINY_TRAINING = TrainingConfig(
-    epochs=2, batch_size=32, max_steps_per_epoch=3, patience=0, device="cpu", seed=5
-)
+TINY_TRAINING = tiny_training(epochs=2, seed=5)
 
 
 def tiny_trainer(
@@ -157,22 +150,8 @@ def tiny_trainer(
     checkpointing: str = "none",
     training: TrainingConfig = TINY_TRAINING,
 ) -> Trainer:
-    model_config = tiny_model_config(data, dropout)
-    torch.manual_seed(training.seed)
-    model = TemporalFusionTransformer(model_config)
-    if checkpointing != "none":
-        from foxhunt.model.checkpointing import apply_checkpointing
-
-        apply_checkpointing(model, checkpointing)
-    return Trainer(
-        model,
-        training,
-        train_set=data.train,
-        val_set=data.validation,
-        quantiles=model_config.quantiles,
-        rank=rank,
-        world_size=world_size,
-    )
+    model_config = replace(tiny_model_config(data, dropout), checkpointing=checkpointing)
+    return make_trainer(data, model_config, training, rank=rank, world_size=world_size)
 
 
 class FirstStepGrads:
@@ -187,14 +166,6 @@ class FirstStepGrads:
             self.grads = {n: p.grad.clone() for n, p in params if p.grad is not None}
 
 
-def with_epochs(training: TrainingConfig, epochs: int) -> TrainingConfig:
-    return replace(training, epochs=epochs)
-
-
-def weights(trainer: Trainer) -> dict[str, torch.Tensor]:
-    return {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
-
-
 def max_difference(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
     assert a.keys() == b.keys()
     return max((float((a[k] - b[k]).abs().max()) for k in a if a[k].numel()), default=0.0)
@@ -202,4 +173,4 @@ def max_difference(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> fl
 
 def cli_args(*extra: str) -> list[str]:
     """`foxhunt train` on the tiny config (dropout 0.1), without the HTML report."""
-    return ["train", *TINY_CLI, "--no-report", *extra]
+    return ["train", *TINY_ARGS, "--no-report", *extra]

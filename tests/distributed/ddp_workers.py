@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from ddp_harness import FirstStepGrads, tiny_data, tiny_trainer, weights
+from ddp_harness import FirstStepGrads, tiny_trainer
 
 from foxhunt.batch import TFTBatch
 from foxhunt.training.distributed import init_distributed, shutdown_distributed
 from foxhunt.training.trainer import Trainer
+from helpers import tiny_data, weights
 
 
 def fit_worker(

@@ -4,8 +4,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from ddp_harness import FirstStepGrads, launch, max_difference, tiny_data, tiny_trainer, weights
+from ddp_harness import FirstStepGrads, launch, max_difference, tiny_trainer
 from ddp_workers import fit_worker
+
+from helpers import tiny_data, weights
 
 TOLERANCE = 1e-6
 
@@ -57,7 +59,7 @@ def test_two_ranks_match_one_process_on_the_same_global_batch(tmp_path: Path) ->
 
 
 def test_gradient_checkpointing_under_ddp_matches_one_plain_process(tmp_path: Path) -> None:
-    pytest.importorskip("foxhunt.model.checkpointing")
+    pytest.importorskip("foxhunt.transforms.checkpointing")
     outcome = launch(fit_worker, tmp_path, dropout=0.0, checkpointing="full")
     assert outcome.exitcodes == [0, 0], outcome.report()
     assert_matches_single_process(results(tmp_path))

@@ -15,12 +15,9 @@ import pytest
 
 from foxhunt import build_lock, cpp_kernels
 from foxhunt.model import grn_tail
+from helpers import SYNTHETIC_CLI, TINY_CLI
 
-TRAIN = [
-    "train", "--synthetic-days", "8", "--lookback", "16", "--horizon", "4", "--hidden-size", "8",
-    "--variable-hidden-size", "4", "--attention-heads", "2", "--batch-size", "32",
-    "--max-steps-per-epoch", "2", "--patience", "0", "--epochs", "1",
-]  # fmt: skip
+TRAIN = ["train", *SYNTHETIC_CLI, *TINY_CLI, "--max-steps-per-epoch", "2", "--epochs", "1"]
 
 
 def wait_for(condition: str, check: Callable[[], object], seconds: float) -> None:

@@ -15,35 +15,21 @@ from verify import check_checkpointing
 from foxhunt import TemporalFusionTransformer, TFTBatch, TFTConfig
 from foxhunt.bench.memory import random_batch
 from foxhunt.errors import ConfigError
-from foxhunt.model.checkpointing import (
+from foxhunt.model.config import SEGMENTS
+from foxhunt.task import batch_loss
+from foxhunt.transforms.checkpointing import (
     CheckpointedForward,
     apply_checkpointing,
     checkpointed_segments,
     remove_checkpointing,
 )
-from foxhunt.model.config import SEGMENTS
-from foxhunt.task import batch_loss
+from helpers import small_model
 
 
 def small_config(**overrides: Any) -> TFTConfig:
-    """Every input kind present, two LSTM layers (so the LSTMs' own dropout runs), dropout
-    high enough that a wrong mask shows."""
-    kwargs: dict[str, Any] = {
-        "num_static": 3,
-        "static_cardinalities": (4, 2),
-        "num_past": 6,
-        "num_future": 2,
-        "hidden_size": 16,
-        "variable_hidden_size": 4,
-        "attention_heads": 4,
-        "lookback": 7,
-        "horizon": 3,
-        "dropout": 0.3,
-        "lstm_layers": 2,
-        "output": "direct",  # a zero-initialised baseline head would leave upstream gradients 0
-    }
-    kwargs.update(overrides)
-    return TFTConfig(**kwargs)
+    """``helpers.small_model`` with two LSTM layers (so the LSTMs' own dropout runs) and
+    dropout high enough that a wrong mask shows."""
+    return small_model(**{"dropout": 0.3, "lstm_layers": 2, **overrides})
 
 
 def setup(seed: int = 0) -> tuple[TemporalFusionTransformer, TFTBatch, Callable[[], Tensor]]:

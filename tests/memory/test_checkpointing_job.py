@@ -9,14 +9,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from small_jobs import small_run_config
 
 from foxhunt.runs import HISTORY_FILE, RunConfig
 from foxhunt.training.job import train
+from helpers import tiny_model, tiny_run, tiny_training
 
 
 def run_config(checkpointing: str | tuple[str, ...]) -> RunConfig:
-    return small_run_config(batch_size=32, max_steps=4, checkpointing=checkpointing)
+    return tiny_run(
+        model=tiny_model(dropout=0.2, checkpointing=checkpointing),
+        training=tiny_training(max_steps_per_epoch=4),
+    )
 
 
 def history(folder: Path) -> list[dict[str, Any]]:

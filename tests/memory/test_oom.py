@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 import torch
-from small_jobs import small_run_config
 
 from foxhunt.errors import ConfigError
 from foxhunt.memory.oom import (
@@ -23,6 +22,7 @@ from foxhunt.memory.oom import (
 )
 from foxhunt.storage.local import LocalStorage
 from foxhunt.training.job import JobOptions, train
+from helpers import tiny_job, tiny_model, tiny_run, tiny_training
 
 
 @pytest.mark.parametrize(
@@ -138,7 +138,8 @@ def test_oom_in_optimizer_step_of_a_job_keeps_the_last_checkpoint(
     """The third optimizer step updates the weights, then runs out of memory: the run ends
     with the flags, the checkpoint of step 2 is the latest, and resuming from it trains
     exactly as a run that never ran out."""
-    straight = train(small_run_config(batch_size=16, max_steps=3), tmp_path / "straight")
+    config = tiny_run(model=tiny_model(dropout=0.2), training=tiny_training(batch_size=16))
+    straight = tiny_job(tmp_path / "straight", config)
     step, calls = torch.optim.AdamW.step, []
 
     def step_then_oom(self: torch.optim.AdamW, *args: Any, **kwargs: Any) -> Any:
@@ -151,11 +152,9 @@ def test_oom_in_optimizer_step_of_a_job_keeps_the_last_checkpoint(
     monkeypatch.setattr(torch.optim.AdamW, "step", step_then_oom)
     run, options = tmp_path / "run", JobOptions(checkpoint_every=1, keep_checkpoints=10)
     with pytest.raises(OutOfMemory, match=r"in the optimizer step .*--resume.*--batch-size 8"):
-        train(small_run_config(batch_size=16, max_steps=3), run, options=options)
+        train(config, run, options=options)
     monkeypatch.undo()
     assert len(calls) == 3
     assert LocalStorage(run / "checkpoints").list() == ["step-000000001", "step-000000002"]
-    resumed = train(
-        small_run_config(batch_size=16, max_steps=3), run, options=replace(options, resume=True)
-    )
+    resumed = train(config, run, options=replace(options, resume=True))
     assert resumed.metrics["test"] == straight.metrics["test"]

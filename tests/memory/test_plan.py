@@ -8,7 +8,6 @@ import gc
 import json
 import logging
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,21 +15,21 @@ import torch
 
 from foxhunt.bench.accuracy import REFERENCE_CASES, check_predictions, format_checks
 from foxhunt.bench.memory import PRESETS, random_batch
-from foxhunt.data import DataConfig, prepare_data
 from foxhunt.errors import ConfigError
 from foxhunt.memory.budget import CostTable, predict_peak
 from foxhunt.memory.moments import batch_tensors
 from foxhunt.memory.oom import parse_budget
 from foxhunt.memory.plan import measure_costs
-from foxhunt.model.checkpointing import apply_checkpointing, checkpointed_segments
 from foxhunt.model.config import SEGMENTS, TFTConfig
 from foxhunt.model.tft import TemporalFusionTransformer
 from foxhunt.runs import HISTORY_FILE, RunConfig
 from foxhunt.task import loss_of
 from foxhunt.training.config import TrainingConfig
-from foxhunt.training.job import JobOptions, fit_model_config, train
+from foxhunt.training.job import JobOptions, train
 from foxhunt.training.memory import first_training_batch, plan_trainer
 from foxhunt.training.trainer import Trainer
+from foxhunt.transforms.checkpointing import apply_checkpointing, checkpointed_segments
+from helpers import fitted, tiny_data, tiny_model, tiny_run, tiny_training
 
 TINY = TFTConfig(
     num_static=2,
@@ -70,8 +69,8 @@ def test_cost_table_from_the_probe() -> None:
 
 
 def test_plan_trainer_applies_checkpointing_and_micro_batches() -> None:
-    data = prepare_data(DataConfig(synthetic_days=8, lookback=16, horizon=4))
-    cfg = fit_model_config(replace(TINY, num_static=0, num_past=1, num_future=0), data)
+    data = tiny_data()
+    cfg = fitted(tiny_model(), data)  # TINY with the bars' inputs
     model = TemporalFusionTransformer(cfg)
     training = TrainingConfig(batch_size=16, device="cpu", max_steps_per_epoch=1, epochs=1)
     trainer = Trainer(
@@ -116,12 +115,7 @@ def test_predicted_peak_within_15_percent_on_the_cpu_reference() -> None:
 
 
 def job_config() -> RunConfig:
-    model = replace(TINY, num_static=0, num_past=1, num_future=0, dropout=0.2)
-    training = TrainingConfig(
-        epochs=1, batch_size=16, max_steps_per_epoch=3, patience=0, device="cpu", seed=3
-    )
-    return RunConfig(data=DataConfig(synthetic_days=8, lookback=16, horizon=4), model=model,
-                     training=training)  # fmt: skip
+    return tiny_run(model=tiny_model(dropout=0.2), training=tiny_training(batch_size=16))
 
 
 def test_job_plans_logs_and_trains_as_without_a_budget(

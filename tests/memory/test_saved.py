@@ -11,8 +11,8 @@ from torch.utils.checkpoint import checkpoint
 from foxhunt import TemporalFusionTransformer, TFTConfig
 from foxhunt.bench.memory import random_batch
 from foxhunt.memory.saved import INPUTS, TOP_LEVEL, SavedTensorMeter, measure_saved
-from foxhunt.model.checkpointing import apply_checkpointing
 from foxhunt.task import batch_loss
+from foxhunt.transforms.checkpointing import apply_checkpointing
 
 F32 = 4
 

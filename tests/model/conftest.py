@@ -1,4 +1,4 @@
-"""Small configs and batches shared by the model tests."""
+"""Small configs and batches shared by the model tests (``tests/helpers``)."""
 
 from __future__ import annotations
 
@@ -7,33 +7,12 @@ from collections.abc import Callable
 import pytest
 
 from foxhunt import TFTBatch, TFTConfig
-from foxhunt.bench.memory import random_batch
+from helpers import make_batch, small_model
 
 
 def small_config(**overrides: object) -> TFTConfig:
-    """A model small enough to build and step in milliseconds; every input kind present."""
-    kwargs: dict[str, object] = {
-        "num_static": 3,
-        "static_cardinalities": (4, 2),
-        "num_past": 6,
-        "num_future": 2,
-        "hidden_size": 16,
-        "variable_hidden_size": 4,
-        "attention_heads": 4,
-        "lookback": 7,
-        "horizon": 3,
-        "quantiles": (0.1, 0.5, 0.9),
-        "dropout": 0.1,
-        # the paper's head: a "baseline" head starts at zero, so nothing upstream of it gets a
-        # gradient in the first step and gradient comparisons would hold vacuously
-        "output": "direct",
-    }
-    kwargs.update(overrides)
-    return TFTConfig(**kwargs)  # type: ignore[arg-type]
-
-
-def make_batch(cfg: TFTConfig, batch_size: int = 5, seed: int = 0) -> TFTBatch:
-    return random_batch(cfg, batch_size, seed=seed)
+    """``helpers.small_model`` with dropout 0.1 and quantiles (0.1, 0.5, 0.9), spelled out."""
+    return small_model(**{"quantiles": (0.1, 0.5, 0.9), "dropout": 0.1, **overrides})
 
 
 @pytest.fixture

@@ -5,24 +5,12 @@ from dataclasses import replace
 import pytest
 import torch
 
-from foxhunt import TFTBatch, TFTConfig
-from foxhunt.bench.memory import random_batch
+from foxhunt import TFTConfig
 from foxhunt.errors import ConfigError
 from foxhunt.model.loss import quantile_loss
 from foxhunt.model.tft import TemporalFusionTransformer
-
-
-def make_batch(cfg: TFTConfig, batch_size: int = 5) -> TFTBatch:
-    return random_batch(cfg, batch_size, seed=0)
-
-
-def small_config(**overrides: object) -> TFTConfig:
-    kwargs: dict[str, object] = {
-        "num_static": 3, "static_cardinalities": (4, 2), "num_past": 6, "num_future": 2,
-        "hidden_size": 16, "variable_hidden_size": 4, "attention_heads": 4, "lookback": 7,
-        "horizon": 3, "output": "direct",
-    }  # fmt: skip
-    return TFTConfig(**{**kwargs, **overrides})  # type: ignore[arg-type]
+from helpers import make_batch
+from helpers import small_model as small_config
 
 
 @pytest.mark.parametrize("learn_spread", [False, True])

@@ -6,11 +6,9 @@ import pytest
 import torch
 
 from foxhunt import TemporalFusionTransformer, TFTBatch, TFTConfig, quantile_loss
-from foxhunt.bench.memory import PRESETS, random_batch
-from foxhunt.memory.saved import measure_saved
-from foxhunt.model import SEGMENTS, checkpointed_segments
-from foxhunt.task import batch_loss
+from foxhunt.model import SEGMENTS
 from foxhunt.training.precision import cpu_bf16_problem
+from helpers import fitted, tiny_model
 
 EXAMPLE = TFTConfig(
     num_static=5, num_past=220, num_future=10, hidden_size=64, variable_hidden_size=16,
@@ -113,42 +111,6 @@ def test_bf16_autocast_has_no_nan(cfg: TFTConfig, make_batch) -> None:
     assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
 
 
-def test_config_checkpointing_wraps_every_segment_and_keeps_gradients(
-    cfg: TFTConfig, make_batch
-) -> None:
-    """The config's policy takes effect when the model is built: every segment runs under
-    foxhunt's transform, and the gradients (dropout included) are those of the plain model."""
-    grads = []
-    for policy in ("none", "full"):
-        torch.manual_seed(0)
-        model = TemporalFusionTransformer(dataclasses.replace(cfg, checkpointing=policy)).train()
-        assert checkpointed_segments(model) == ([] if policy == "none" else list(SEGMENTS))
-        batch = make_batch(cfg)
-        assert batch.target is not None
-        torch.manual_seed(1)
-        quantile_loss(model(batch).quantiles, batch.target, cfg.quantiles).backward()
-        grads.append([p.grad for p in model.parameters()])
-    for plain, checkpointed in zip(*grads, strict=True):
-        torch.testing.assert_close(checkpointed, plain)
-
-
-def test_config_checkpointing_saves_memory_at_the_reference_config() -> None:
-    """``TFTConfig(checkpointing="full")`` at the CPU reference config keeps at most 20% of the
-    bytes the plain model saves for backward (measured, net of the inputs checkpointing keeps)."""
-    preset = PRESETS["cpu-reference"]
-    batch = random_batch(preset.config, preset.batch_size, seed=0)
-    saved = {}
-    for policy in ("none", "full"):
-        torch.manual_seed(0)
-        config = dataclasses.replace(preset.config, checkpointing=policy)
-        model = TemporalFusionTransformer(config).train()
-        saved[policy] = measure_saved(
-            model, lambda m=model: batch_loss(m, batch, preset.config.quantiles)
-        )
-    assert saved["full"].checkpoint_inputs > 0  # the meter saw what checkpointing keeps
-    assert saved["full"].total <= 0.2 * saved["none"].total, (saved["full"], saved["none"])
-
-
 @pytest.mark.parametrize(
     ("field", "make_bad", "expected"),
     [
@@ -174,12 +136,9 @@ def test_the_data_pipeline_feeds_the_model_typed_batches() -> None:
     the model checks, for a model fitted to that data (not a hand-made batch)."""
     from foxhunt.data import DataConfig, prepare_data
     from foxhunt.training.inference import sequential_batches
-    from foxhunt.training.job import fit_model_config
 
     data = prepare_data(DataConfig(synthetic_days=4, lookback=8, horizon=3))
-    base = TFTConfig(num_static=0, num_past=1, num_future=0, lookback=8, horizon=3, hidden_size=8,
-                     variable_hidden_size=4, attention_heads=2)  # fmt: skip
-    cfg = fit_model_config(base, data)
+    cfg = fitted(tiny_model(lookback=8, horizon=3, hidden_size=8), data)
     batch = next(iter(sequential_batches(data.test, 4)))
     assert isinstance(batch, TFTBatch)
     assert batch.past.dtype == torch.float32 and batch.past.shape == (4, 8, cfg.num_past)

@@ -10,23 +10,19 @@ from quant_helpers import train_steps
 from torch import nn
 
 from foxhunt import TemporalFusionTransformer, TFTConfig
-from foxhunt.data import DataConfig, PreparedData, prepare_data
+from foxhunt.data import PreparedData
 from foxhunt.quant import QATConfig, prepare_qat
-from foxhunt.training.job import fit_model_config
+from helpers import fitted, tiny_data, tiny_model
 
 
 @pytest.fixture(scope="session")
 def data() -> PreparedData:
-    return prepare_data(DataConfig(synthetic_days=8, lookback=16, horizon=4))
+    return tiny_data()
 
 
 @pytest.fixture(scope="session")
 def model_config(data: PreparedData) -> TFTConfig:
-    base = TFTConfig(
-        num_static=0, num_past=1, num_future=0, lookback=16, horizon=4, hidden_size=16,
-        variable_hidden_size=4, attention_heads=2, dropout=0.1,
-    )  # fmt: skip
-    return fit_model_config(base, data)
+    return fitted(tiny_model(dropout=0.1), data)
 
 
 @pytest.fixture(scope="session")

@@ -11,9 +11,9 @@ from torch import Tensor, nn
 
 from foxhunt import TemporalFusionTransformer, TFTConfig
 from foxhunt.data import PreparedData
-from foxhunt.model.checkpointing import apply_checkpointing
 from foxhunt.quant import QATConfig, prepare_qat, schedule_of
 from foxhunt.quant.schedule import fake_quantizers, observers_paused
+from foxhunt.transforms.checkpointing import apply_checkpointing
 
 
 def scales(model: nn.Module) -> list[Tensor]:

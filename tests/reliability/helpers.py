@@ -7,11 +7,10 @@ import io
 from pathlib import Path
 
 from foxhunt.cli import main
+from helpers import TINY_CLI
 
 SMALL = [
-    "--lookback", "16", "--horizon", "4", "--hidden-size", "8", "--variable-hidden-size", "4",
-    "--attention-heads", "2", "--batch-size", "32", "--max-steps-per-epoch", "3",
-    "--patience", "0", "--seed", "3", "--epochs", "1", "--no-report",
+    *TINY_CLI, "--max-steps-per-epoch", "3", "--seed", "3", "--epochs", "1", "--no-report",
 ]  # fmt: skip
 
 

@@ -11,11 +11,11 @@ from foxhunt.data import prepare_data
 from foxhunt.report import collect, write_report
 from foxhunt.serving import load_run
 from foxhunt.training.inference import predict_windows
+from helpers import SYNTHETIC_CLI, TINY_CLI
 
 SMALL = [
-    "--synthetic-days", "8", "--lookback", "16", "--horizon", "4", "--hidden-size", "8",
-    "--variable-hidden-size", "4", "--attention-heads", "2", "--batch-size", "32",
-    "--max-steps-per-epoch", "6", "--patience", "0", "--epochs", "2", "--memory-log-every", "2",
+    *SYNTHETIC_CLI, *TINY_CLI, "--max-steps-per-epoch", "6", "--epochs", "2",
+    "--memory-log-every", "2",
 ]  # fmt: skip
 
 

@@ -12,25 +12,16 @@ from torch import Tensor
 from foxhunt.bench.memory import random_batch
 from foxhunt.data import PreparedData
 from foxhunt.model.config import TFTConfig
-from foxhunt.model.tft import TemporalFusionTransformer
 from foxhunt.training.config import TrainingConfig
 from foxhunt.training.trainer import Trainer
+from helpers import make_trainer as build_trainer
 
 
 def make_trainer(
     cfg: TFTConfig, data: PreparedData, micro: int | None, **training: float
 ) -> Trainer:
-    torch.manual_seed(0)
-    model = TemporalFusionTransformer(replace(cfg, dropout=0.0))
     config = TrainingConfig(batch_size=12, device="cpu", **training)  # type: ignore[arg-type]
-    return Trainer(
-        model,
-        config,
-        train_set=data.train,
-        val_set=data.validation,
-        quantiles=cfg.quantiles,
-        micro_batch_size=micro,
-    )
+    return build_trainer(data, replace(cfg, dropout=0.0), config, seed=0, micro_batch_size=micro)
 
 
 def step_gradients(trainer: Trainer, batch: object) -> dict[str, Tensor]:

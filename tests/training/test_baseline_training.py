@@ -12,14 +12,11 @@ from foxhunt.model.config import TFTConfig
 from foxhunt.model.tft import TemporalFusionTransformer
 from foxhunt.training.config import TrainingConfig
 from foxhunt.training.trainer import Trainer
+from helpers import make_trainer
 
 
 def _trainer(data: PreparedData, cfg: TFTConfig, training: TrainingConfig) -> Trainer:
-    torch.manual_seed(0)
-    model = TemporalFusionTransformer(replace(cfg, output="baseline"))
-    return Trainer(
-        model, training, train_set=data.train, val_set=data.validation, quantiles=cfg.quantiles
-    )
+    return make_trainer(data, replace(cfg, output="baseline"), training, seed=0)
 
 
 def test_initial_weights_are_the_best_unless_beaten(

@@ -6,9 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from test_trainer import make_trainer, with_epochs
 
-from foxhunt.data import DataConfig, PreparedData
+from foxhunt.data import PreparedData
 from foxhunt.model.config import TFTConfig
 from foxhunt.runs import RunConfig
 from foxhunt.storage.local import LocalStorage
@@ -16,6 +15,7 @@ from foxhunt.training.callbacks import callback_states, load_callback_states
 from foxhunt.training.checkpoint import Checkpointer
 from foxhunt.training.config import TrainingConfig
 from foxhunt.training.job import JobOptions, train
+from helpers import make_trainer, tiny_job, tiny_model, tiny_run, tiny_training, with_epochs
 
 
 class Recorder:
@@ -80,30 +80,17 @@ def test_a_callback_state_survives_a_mid_epoch_resume(
 
 
 def job_config(epochs: int) -> RunConfig:
-    model = TFTConfig(
-        num_static=0,
-        num_past=1,
-        num_future=0,
-        lookback=16,
-        horizon=4,
-        hidden_size=8,
-        variable_hidden_size=4,
-        attention_heads=2,
-    )
-    training = TrainingConfig(
-        epochs=epochs, batch_size=32, max_steps_per_epoch=2, patience=0, device="cpu", seed=3
-    )
-    data = DataConfig(synthetic_days=8, lookback=16, horizon=4)
-    return RunConfig(data=data, model=model, training=training)
+    training = tiny_training(epochs=epochs, max_steps_per_epoch=2)
+    return tiny_run(model=tiny_model(hidden_size=8), training=training)
 
 
 def test_train_hands_caller_callbacks_every_epoch_and_resumes_them(tmp_path: Path) -> None:
     straight = Recorder()
-    whole = train(job_config(3), tmp_path / "straight", options=JobOptions(callbacks=(straight,)))
+    whole = tiny_job(tmp_path / "straight", job_config(3), callbacks=(straight,))
     assert straight.epochs == [0, 1, 2] and straight.steps == 6
 
     run = tmp_path / "split"
-    train(job_config(2), run, options=JobOptions(callbacks=(Recorder(),)))
+    tiny_job(run, job_config(2), callbacks=(Recorder(),))
     resumed = Recorder()
     options = JobOptions(callbacks=(resumed,), resume=True)
     result = train(job_config(3), run, options=options)

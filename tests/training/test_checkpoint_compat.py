@@ -11,7 +11,6 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import load as load_tensors
-from test_trainer import assert_identical, make_trainer, weights, with_epochs
 
 from foxhunt.data import PreparedData
 from foxhunt.model.config import TFTConfig
@@ -19,6 +18,7 @@ from foxhunt.storage.local import LocalStorage
 from foxhunt.training import checkpoint
 from foxhunt.training.checkpoint import Checkpointer
 from foxhunt.training.config import TrainingConfig
+from helpers import assert_identical, make_trainer, weights, with_epochs
 
 FIXTURE = Path(__file__).parent / "fixtures" / "legacy_checkpoint"
 NAME = "step-000000008"  # mid-epoch 2: best weights, AdamW moments, a position in an epoch

@@ -6,43 +6,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from foxhunt.data import PreparedData
-from foxhunt.model.config import TFTConfig
-from foxhunt.model.tft import TemporalFusionTransformer
 from foxhunt.storage.base import CheckpointError
 from foxhunt.storage.local import LocalStorage
 from foxhunt.training.checkpoint import Checkpointer
 from foxhunt.training.config import TrainingConfig
 from foxhunt.training.trainer import Trainer, TrainingDiverged
-
-
-def with_epochs(config: TrainingConfig, epochs: int) -> TrainingConfig:
-    return replace(config, epochs=epochs)
-
-
-def make_trainer(
-    data: PreparedData, model_config: TFTConfig, config: TrainingConfig, callbacks: tuple = ()
-) -> Trainer:
-    torch.manual_seed(config.seed)
-    model = TemporalFusionTransformer(model_config)
-    return Trainer(
-        model,
-        config,
-        train_set=data.train,
-        val_set=data.validation,
-        quantiles=model_config.quantiles,
-        callbacks=callbacks,
-    )
-
-
-def weights(trainer: Trainer) -> dict[str, torch.Tensor]:
-    return {k: v.clone() for k, v in trainer.model.state_dict().items()}
-
-
-def assert_identical(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None:
-    assert a.keys() == b.keys()
-    for key in a:
-        assert torch.equal(a[key], b[key]), f"{key} differs"
+from helpers import assert_identical, make_trainer, weights, with_epochs
 
 
 def test_same_seed_same_weights(tiny_data, tiny_model_config, tiny_training) -> None:

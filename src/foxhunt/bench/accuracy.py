@@ -23,12 +23,12 @@ from foxhunt.memory.budget import MB, predict_peak
 from foxhunt.memory.moments import batch_tensors
 from foxhunt.memory.peak import LiveStorageTracker
 from foxhunt.memory.plan import measure_costs
-from foxhunt.model.checkpointing import apply_checkpointing
 from foxhunt.model.config import SEGMENTS, TFTConfig
-from foxhunt.model.tft import TemporalFusionTransformer
+from foxhunt.model.factory import DEFAULT_MODEL, build_model
 from foxhunt.task import loss_of
 from foxhunt.training.config import TrainingConfig
 from foxhunt.training.trainer import Trainer
+from foxhunt.transforms import apply_checkpointing, apply_model_transforms
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ def check_predictions(
 ) -> list[PeakCheck]:
     """Predicted vs measured peak of one training step of ``cfg`` for each plan, on CPU."""
     torch.manual_seed(seed)
-    model = TemporalFusionTransformer(cfg)
+    model = apply_model_transforms(build_model(DEFAULT_MODEL, cfg), cfg)
     probe = random_batch(cfg, batch_size, seed=seed + 2)
     table = measure_costs(model, probe, loss_of(model, cfg.quantiles), repeats=1)
     del probe

@@ -31,10 +31,10 @@ from foxhunt.batch import TFTBatch
 from foxhunt.memory.moments import batch_tensors
 from foxhunt.memory.peak import LiveStorageTracker, cuda_peak
 from foxhunt.memory.saved import measure_saved
-from foxhunt.model.checkpointing import Policy, apply_checkpointing
 from foxhunt.model.config import SEGMENTS, TFTConfig
-from foxhunt.model.tft import TemporalFusionTransformer
+from foxhunt.model.factory import DEFAULT_MODEL, build_model
 from foxhunt.task import batch_loss
+from foxhunt.transforms import Policy, apply_checkpointing, apply_model_transforms
 
 QUANTILES_7 = (0.02, 0.1, 0.25, 0.5, 0.75, 0.9, 0.98)
 
@@ -180,7 +180,7 @@ def run_benchmark(
     if device.type == "cuda" and memory_limit_gb is not None:
         cap_cuda_memory(device, memory_limit_gb)
     torch.manual_seed(seed)
-    model = TemporalFusionTransformer(cfg).to(device).train()
+    model = apply_model_transforms(build_model(DEFAULT_MODEL, cfg), cfg).to(device).train()
     batch = random_batch(cfg, batch_size, seed=seed, device=device)
 
     def loss_fn() -> Tensor:

@@ -15,8 +15,8 @@ from foxhunt.bench.memory import PRESETS, default_modes, run_benchmark, with_ove
 from foxhunt.bench.table import format_table
 from foxhunt.cli.common import csv_tuple
 from foxhunt.errors import ConfigError
-from foxhunt.model.checkpointing import resolve_policy
 from foxhunt.model.size import check_step_fits_in_memory
+from foxhunt.transforms.checkpointing import resolve_policy
 
 log = logging.getLogger("foxhunt.memory")
 

@@ -9,9 +9,9 @@ Non-reentrant activation checkpointing (``torch.utils.checkpoint``, ``use_reentr
 replaces what a segment saves with empty holders, but it keeps the segment's *inputs* for the
 recomputation: top-level tensor arguments as ``SavedTensor``s (they go through the same pack
 hook), everything else (tensors in tuples, keyword arguments) by plain reference in a closure,
-which no hook sees. :mod:`foxhunt.model.checkpointing` therefore reports every tensor it hands
-to ``checkpoint`` (and the RNG state it stashes) to its ``INPUT_LISTENERS``, where an active
-meter listens, and the meter counts them as well: the saving it reports is net of what
+which no hook sees. :mod:`foxhunt.transforms.checkpointing` therefore reports every tensor it
+hands to ``checkpoint`` (and the RNG state it stashes) to its ``INPUT_LISTENERS``, where an
+active meter listens, and the meter counts them as well: the saving it reports is net of what
 checkpointing itself holds.
 """
 
@@ -26,7 +26,7 @@ import torch
 from torch import Tensor, nn
 from torch.utils.weak import WeakIdKeyDictionary
 
-from foxhunt.model.checkpointing import INPUT_LISTENERS
+from foxhunt.transforms.checkpointing import INPUT_LISTENERS
 
 MiB = 1 << 20
 TOP_LEVEL = "(top level)"  # saved by the model's own forward, outside any named child

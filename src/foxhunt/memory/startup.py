@@ -15,9 +15,9 @@ from torch import nn
 
 from foxhunt.batch import TFTBatch
 from foxhunt.memory.saved import MiB, SavedReport, measure_saved
-from foxhunt.model.checkpointing import apply_checkpointing, remove_checkpointing
 from foxhunt.model.config import SEGMENTS
 from foxhunt.task import BatchLoss
+from foxhunt.transforms.checkpointing import apply_checkpointing, remove_checkpointing
 
 log = logging.getLogger("foxhunt.memory")
 

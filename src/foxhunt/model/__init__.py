@@ -1,10 +1,7 @@
-"""The Temporal Fusion Transformer: config, blocks, model and loss."""
+"""The Temporal Fusion Transformer: config, blocks, model and loss.
 
-from foxhunt.model.checkpointing import (
-    apply_checkpointing,
-    checkpointed_segments,
-    remove_checkpointing,
-)
+Transforms of a built model (checkpointing, QAT) live in ``foxhunt.transforms``."""
+
 from foxhunt.model.config import SEGMENTS, TFTConfig
 from foxhunt.model.factory import build_model
 from foxhunt.model.loss import quantile_loss, quantile_loss_per_quantile
@@ -15,10 +12,7 @@ __all__ = [
     "TFTConfig",
     "TFTOutput",
     "TemporalFusionTransformer",
-    "apply_checkpointing",
     "build_model",
-    "checkpointed_segments",
     "quantile_loss",
     "quantile_loss_per_quantile",
-    "remove_checkpointing",
 ]

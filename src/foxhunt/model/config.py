@@ -84,8 +84,9 @@ class TFTConfig:
     DataConfig.fast_window is on); 0 for runs saved before the field existed."""
     checkpointing: str | tuple[str, ...] = "none"
     """Activation checkpointing policy: "none", "full", or a tuple of names from ``SEGMENTS``.
-    The model built from this config is checkpointed accordingly (by ``apply_checkpointing``,
-    the one transform; its activations are dropped in forward and recomputed in backward)."""
+    A switch only: ``foxhunt.transforms.apply_model_transforms`` checkpoints the model built
+    from this config accordingly where models are built (the job, ``load_run``, the export
+    loader); a bare ``TemporalFusionTransformer(config)`` is not checkpointed."""
 
     def __post_init__(self) -> None:
         _check_int(self.num_static, "num_static", 0)

@@ -3,9 +3,9 @@
 Top-level children are the segments named in ``config.SEGMENTS`` (each a module whose
 forward takes and returns tensors, so that the checkpointing transform can wrap it) plus
 small glue: ``post_lstm_gate``, ``output_head`` and, for ``output="baseline"``,
-``baseline`` (model/baseline_head.py). The constructor applies
-``config.checkpointing`` through that transform (``model/checkpointing.py``);
-``apply_checkpointing`` / ``remove_checkpointing`` change it later.
+``baseline`` (model/baseline_head.py). The model applies no transform itself:
+``foxhunt.transforms.apply_model_transforms`` applies ``config.checkpointing`` (and QAT)
+where models are built.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from torch import Tensor, nn
 
 from foxhunt.batch import TFTBatch
 from foxhunt.model.baseline_head import BaselineQuantiles
-from foxhunt.model.checkpointing import apply_checkpointing
 from foxhunt.model.config import TFTConfig
 from foxhunt.model.fusion import TemporalFusionDecoder
 from foxhunt.model.layers import GateAddNorm
@@ -79,7 +78,6 @@ class TemporalFusionTransformer(nn.Module):
                 learn_spread=bool(cfg.learn_spread),
                 signals=cfg.vol_signals,
             )
-        apply_checkpointing(self, cfg.checkpointing)  # the one transform; a no-op for "none"
 
     def forward(self, batch: TFTBatch, return_attention: bool = False) -> TFTOutput:
         """Attention weights are computed in eval mode or when ``return_attention``; in

@@ -45,7 +45,6 @@ from foxhunt.quant.transform import (
     convert,
     int8_structure,
     plan,
-    prepare_qat,
     quantize_dynamic,
 )
 from foxhunt.quant.weights import dequantize_stored
@@ -67,6 +66,7 @@ from foxhunt.runs import (
     weights_bytes,
 )
 from foxhunt.storage import atomic_write_bytes, atomic_write_json
+from foxhunt.transforms import apply_model_transforms
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,11 @@ def load_trained_run(run_dir: Path, *, device: str | torch.device = "cpu") -> Lo
     """A run folder's model as trained: a QAT run's fake-quant state loads into a freshly
     prepared model (the same transform), an FP32 run's into the plain one."""
     qat = read_qat_config(run_dir)
-    prepare = None if qat is None else (lambda model: prepare_qat(model, qat))
+    model_config = read_run_config(run_dir).model
+
+    def prepare(model: nn.Module) -> None:  # the transforms it trained with; DDP aside
+        apply_model_transforms(model, model_config, qat=qat)
+
     return load_run_folder(run_dir, device=device, prepare=prepare)
 
 
@@ -181,7 +185,7 @@ def load_export(
     check_fits_in_memory(
         config.model, per_parameter=4, what="loading the model", model_class=config.model_class
     )
-    model = build_model(config.model_class, config.model)
+    model = apply_model_transforms(build_model(config.model_class, config.model), config.model)
     path = folder / INT8_WEIGHTS_FILE
     if not path.is_file():
         raise FoxhuntError(f"{path} not found: the export did not finish")

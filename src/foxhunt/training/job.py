@@ -17,11 +17,10 @@ from foxhunt.baselines import fit_baselines
 from foxhunt.data import PreparedData, WindowDataset, prepare_data
 from foxhunt.memory import MemoryProfiler
 from foxhunt.memory.oom import REPLAN_FRACTION, budget_bytes, fit_with_oom_guard
-from foxhunt.model.checkpointing import checkpointed_segments
 from foxhunt.model.config import TFTConfig
 from foxhunt.model.factory import build_model
 from foxhunt.model.size import check_step_fits_in_memory
-from foxhunt.quant import QATConfig, prepare_qat
+from foxhunt.quant import QATConfig
 from foxhunt.quant.export import run_qat_config, save_qat_config
 from foxhunt.quant.schedule import observers_paused
 from foxhunt.runs import (
@@ -67,6 +66,7 @@ from foxhunt.training.memory import plan_trainer, report_checkpointing
 from foxhunt.training.precision import autocast_dtype
 from foxhunt.training.resume import checkpoint_location, load_saved_preprocessor
 from foxhunt.training.trainer import Trainer
+from foxhunt.transforms import apply_model_transforms, checkpointed_segments
 
 log = logging.getLogger("foxhunt.train")
 
@@ -169,11 +169,10 @@ def train(
         # untrained QAT weights have observed no activation: no export could be made of them
         log.info("QAT: the untrained weights are not a candidate for the best epoch")
         config = replace(config, training=replace(config.training, validate_initial=False))
-    if qat is not None:  # composes with the checkpointing the constructor applied; DDP wraps last
-        prepare_qat(model, qat)
+    apply_model_transforms(model, model_config, qat=qat)  # checkpointing, QAT; DDP wraps last
     for transform in model_transforms:
         transform(model)
-    checkpointed = checkpointed_segments(model)  # the constructor applied the config's policy
+    checkpointed = checkpointed_segments(model)
     params = sum(p.numel() for p in model.parameters())
     log.info(
         "model: %d parameters; %d static, %d past, %d future inputs; lookback %d, horizon %d",

@@ -1,9 +1,11 @@
 """Activation checkpointing of the TFT's segments: one transform, applied from outside.
 
-``apply_checkpointing(model, policy)`` is the one place that decides what is checkpointed
-(``TemporalFusionTransformer`` calls it once, with ``TFTConfig.checkpointing``). A
-checkpointed segment keeps its weights and its ``state_dict`` keys: only the instance's
-``forward`` is replaced by a callable that runs the original forward under
+``apply_checkpointing(model, policy)`` is the one place that decides what is checkpointed.
+The model only names its segments (``model.config.SEGMENTS``) and carries the switch
+(``TFTConfig.checkpointing``); ``foxhunt.transforms.apply_model_transforms`` applies it where
+models are built, and the planner and the benchmarks change it later. A checkpointed
+segment keeps its weights and its ``state_dict`` keys: only the instance's ``forward`` is
+replaced by a callable that runs the original forward under
 ``torch.utils.checkpoint.checkpoint(..., use_reentrant=False, preserve_rng_state=True)``.
 The segment's intermediate activations are then dropped after forward and recomputed in
 backward (with the same dropout masks: the RNG state is restored), at the price of one more
@@ -37,7 +39,7 @@ from foxhunt.model.config import SEGMENTS
 Policy = str | Sequence[str]
 
 #: Told (segment name, tensors kept for the recompute, RNG-state bytes) each time a segment
-#: runs checkpointed; the memory meters register here so that the model imports nothing above it.
+#: runs checkpointed; the memory meters register here, so this transform imports nothing of them.
 InputsListener = Callable[[str, list[Tensor], int], None]
 INPUT_LISTENERS: list[InputsListener] = []
 

@@ -1,0 +1,45 @@
+"""What many test folders build, written once: tiny configs, a tiny job, trainers, batches.
+
+Imported as ``helpers``: ``tests/conftest.py`` puts ``tests/`` on ``sys.path`` (the processes
+the distributed tests spawn inherit it). Each builder takes keyword overrides, so a test that
+needs another size says only what differs.
+"""
+
+from .batches import make_batch, random_batch
+from .configs import (
+    SYNTHETIC_CLI,
+    TINY_CLI,
+    TINY_DATA,
+    small_model,
+    tiny_model,
+    tiny_run,
+    tiny_training,
+)
+from .jobs import (
+    assert_identical,
+    fitted,
+    make_trainer,
+    tiny_data,
+    tiny_job,
+    weights,
+    with_epochs,
+)
+
+__all__ = [
+    "SYNTHETIC_CLI",
+    "TINY_CLI",
+    "TINY_DATA",
+    "assert_identical",
+    "fitted",
+    "make_batch",
+    "make_trainer",
+    "random_batch",
+    "small_model",
+    "tiny_data",
+    "tiny_job",
+    "tiny_model",
+    "tiny_run",
+    "tiny_training",
+    "weights",
+    "with_epochs",
+]
