@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from foxhunt.backtest.stats import block_bootstrap
 from foxhunt.task import pinball as pinball_loss
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "ES_FUT_60d_5min.parquet"
@@ -36,20 +37,6 @@ def pinball(frame: pd.DataFrame, prefix: str, quantiles: list[float]) -> np.ndar
 
 def quantile_levels(frame: pd.DataFrame) -> list[float]:
     return sorted(float(c[1:]) for c in frame.columns if c.startswith("q"))
-
-
-def block_bootstrap(
-    diff: np.ndarray, blocks: np.ndarray, resamples: int, seed: int = 0
-) -> tuple[float, float]:
-    """95% interval of mean(diff), resampling whole blocks (days) with replacement."""
-    codes, inverse = np.unique(blocks, return_inverse=True)
-    sums = np.bincount(inverse, weights=diff, minlength=len(codes))
-    counts = np.bincount(inverse, minlength=len(codes)).astype(np.float64)
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, len(codes), size=(resamples, len(codes)))
-    means = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
-    low, high = np.quantile(means, [0.025, 0.975])
-    return float(low), float(high)
 
 
 def score(frame: pd.DataFrame, resamples: int) -> dict[str, dict[str, float]]:

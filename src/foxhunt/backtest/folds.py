@@ -14,6 +14,7 @@ splits, so no training or validation target reaches into the embargo or the test
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -74,8 +75,8 @@ def parse_test_size(text: str) -> int | pd.Timedelta:
         if int(text) < 1:
             raise ConfigError(f"--test-size {text}: must be >= 1 bar")
         return int(text)
-    try:
-        size = pd.Timedelta(text)
+    try:  # "10d": pandas wants the day unit upper-case
+        size = pd.Timedelta(re.sub(r"(\d)d$", r"\1D", text))
     except (ValueError, TypeError):
         size = None
     if size is None or pd.isna(size) or size <= pd.Timedelta(0):
@@ -107,7 +108,7 @@ def cut_folds(
     `test_size` None: the span is cut in folds + 1 equal parts (by distinct timestamps), the
     first for the first fold's training.
     """
-    distinct = pd.DatetimeIndex(np.sort(pd.unique(times.asi8))).tz_localize("UTC")
+    distinct = pd.DatetimeIndex(np.sort(pd.unique(times.as_unit("ns").asi8))).tz_localize("UTC")
     distinct = distinct.tz_convert(times.tz)
     n = len(distinct)
     if folds < 1:

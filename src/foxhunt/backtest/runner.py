@@ -100,7 +100,7 @@ def check_fold_data(config: RunConfig, folds: list[Fold], k: int) -> dict[str, i
     for dataset in (data.train, data.validation):
         anchors = dataset.anchors.numpy()
         rows = anchors[:, None] + np.arange(1, horizon + 1)
-        leaks += leaking_targets(dataset.timestamps.asi8[rows], folds, k)
+        leaks += leaking_targets(dataset.timestamps.as_unit("ns").asi8[rows], folds, k)
     if leaks:  # a bug, not bad input: the data layer's purge failed
         raise AssertionError(f"fold {k}: {leaks} training targets fall in a test span or embargo")
     return {
@@ -247,7 +247,7 @@ def run_backtest(
         val_fraction=config.data.val_fraction,
     )
     closes = bar_closes(frame)
-    distinct = np.unique(times.asi8)
+    distinct = np.unique(times.as_unit("ns").asi8)
     years = (distinct[-1] - distinct[0]) / (365.25 * 86400e9)
     bars_per_year = len(distinct) / years if years > 0 else 1.0
     settings = _json_safe({**asdict(bt), "run": config.to_dict()})
