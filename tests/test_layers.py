@@ -65,6 +65,9 @@ UPWARD_DEBTS = {
     ("quant", "transforms"): {"quant/export.py"},
 }
 
+#: the backtest runs training jobs: nothing but the doors (cli) may import it
+BACKTEST_IMPORTERS = {"backtest", "cli"}
+
 #: the benchmark tools (``foxhunt.bench``) are off the training path: none of these (nor any
 #: run-folder module, ``run*``) imports them
 #: the part of ``quant`` that ``transforms`` may import: the transforms themselves, not the
@@ -163,6 +166,15 @@ def test_the_walker_sees_lazy_imports(tmp_path: Path) -> None:
         "def f():\n    from foxhunt.training.job import train\n    import foxhunt.cli\n"
     )
     assert foxhunt_imports(source) == {"training", "cli"}
+
+
+def test_only_the_doors_import_the_backtest() -> None:
+    found = sorted(
+        str(p.relative_to(PACKAGE))
+        for p in PACKAGE.rglob("*.py")
+        if layer_of(p) not in BACKTEST_IMPORTERS and "backtest" in foxhunt_imports(p)
+    )
+    assert not found, found
 
 
 # --- circles -------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from foxhunt.config_fields import check_known_fields, with_legacy_values
+from foxhunt.data.timesplit import TimeSplit
 from foxhunt.errors import ConfigError
 
 #: Names tried, in order and case-insensitively, when `timestamp_column` is None.
@@ -65,6 +66,9 @@ class DataConfig:
         val_fraction: share of the time span (by distinct timestamps) for validation, after
             the training part; in [0, 1).
         test_fraction: share of the time span for the test split, at the end; in [0, 1).
+        split: explicit time bounds of train, validation and test with an embargo before the
+            test span (`data/timesplit.py`; a walk-forward fold); when set, `val_fraction`
+            and `test_fraction` are not used. None = the fractions.
         observed_columns: extra numeric columns of the file, fed as past-only inputs.
         known_columns: extra numeric columns known in advance, fed as past and future inputs.
         volatility_windows: bars of each rolling realized-volatility feature (each >= 2).
@@ -91,6 +95,7 @@ class DataConfig:
     max_gap: str | None = "auto"
     val_fraction: float = 0.15
     test_fraction: float = 0.15
+    split: TimeSplit | None = None
     observed_columns: tuple[str, ...] = ()
     known_columns: tuple[str, ...] = ()
     volatility_windows: tuple[int, ...] = (12, 48)
@@ -103,6 +108,10 @@ class DataConfig:
     def __post_init__(self) -> None:
         if self.path is not None and not isinstance(self.path, Path):
             object.__setattr__(self, "path", Path(self.path))
+        if isinstance(self.split, dict):  # from config.json
+            object.__setattr__(self, "split", TimeSplit.from_dict(self.split))
+        if self.split is not None and not isinstance(self.split, TimeSplit):
+            raise _fail("split", self.split, "must be a TimeSplit (data/timesplit.py) or None")
         for name in _TUPLE_FIELDS:  # lists (from JSON or a CLI) become tuples
             object.__setattr__(self, name, tuple(getattr(self, name)))
         self._check_names()
@@ -170,6 +179,7 @@ class DataConfig:
         """JSON-safe: paths as strings, tuples as lists."""
         out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
         out["path"] = None if self.path is None else str(self.path)
+        out["split"] = None if self.split is None else self.split.to_dict()
         for name in _TUPLE_FIELDS:
             out[name] = list(out[name])
         return out

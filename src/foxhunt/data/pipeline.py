@@ -15,6 +15,7 @@ from foxhunt.data.io import normalize_timestamps, read_normalized, timezone_name
 from foxhunt.data.preprocess import EncodedFrame, FeatureSchema, Preprocessor
 from foxhunt.data.scaling import CategoryEncoder, StandardScaler, TargetScaler
 from foxhunt.data.synthetic import generate_bars
+from foxhunt.data.timesplit import time_split_codes
 from foxhunt.data.validate import validate_bars
 from foxhunt.data.volatility import IntradayProfile, minute_of_day
 from foxhunt.data.windows import (
@@ -47,6 +48,7 @@ class DataSummary:
     dropped_for_gaps: int  # windows that would be valid if gaps were ignored
     validation_start: pd.Timestamp | None
     test_start: pd.Timestamp | None
+    purged: int = 0  # train/validation windows whose targets would reach into the next split
 
 
 @dataclass(frozen=True)
@@ -130,6 +132,10 @@ def fit_preprocessor(
 
 def _check_windows(index: WindowIndex, config: DataConfig, source: str) -> None:
     fractions = {"train": 1.0, "validation": config.val_fraction, "test": config.test_fraction}
+    if config.split is not None:  # an empty validation span (no early stopping) is allowed
+        bounds = config.split.bounds_ns()
+        fractions["validation"] = float(bounds[2] > bounds[1])
+        fractions["test"] = 1.0
     for name in SPLITS:
         if fractions[name] > 0 and len(index.anchors[name]) == 0:
             raise DataError(
@@ -188,8 +194,13 @@ def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None
         encoded = EncodedFrame.build(frame, spec, timezone=timezone, codes=codes)
         spacing = median_spacing_ns(codes, encoded.times_ns)
         max_gap_ns = resolve_max_gap(config.max_gap, spacing)
-    cuts = split_cuts(encoded.times_ns, config.val_fraction, config.test_fraction)
-    splits = split_codes(encoded.times_ns, cuts)
+    if config.split is None:
+        cuts = split_cuts(encoded.times_ns, config.val_fraction, config.test_fraction)
+        splits = split_codes(encoded.times_ns, cuts)
+    else:  # a walk-forward fold: explicit bounds, rows outside them unused
+        bounds = config.split.bounds_ns()
+        cuts = np.asarray([bounds[1], bounds[3]], dtype=np.int64)
+        splits = time_split_codes(encoded.times_ns, config.split)
     index = index_windows(
         encoded.symbol_codes,
         splits,
@@ -222,6 +233,7 @@ def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None
         gaps=index.gaps,
         windows={name: len(datasets[name]) for name in SPLITS},
         dropped_for_gaps=index.dropped_for_gaps,
+        purged=index.purged,
         validation_start=_cut_time(cuts[0], timezone),
         test_start=_cut_time(cuts[1], timezone),
     )

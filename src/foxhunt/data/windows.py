@@ -95,6 +95,9 @@ class WindowIndex:
     anchors: dict[str, np.ndarray]
     gaps: int  # gaps longer than max_gap between consecutive bars of a symbol
     dropped_for_gaps: int  # windows valid but for a gap
+    #: train and validation windows dropped because their targets would run into the next
+    #: split (validation, the embargo, the test span): the purge
+    purged: int = 0
 
 
 def index_windows(
@@ -112,8 +115,15 @@ def index_windows(
     anchors = valid_anchors(segment_starts(symbol_codes, splits, extra=gaps), finite, **kwargs)
     without_gaps = valid_anchors(segment_starts(symbol_codes, splits), finite, **kwargs)
     split_of = splits[anchors]
+    # purged: whole (one symbol, no gap) train/validation windows whose targets leave the split
+    unsplit = valid_anchors(segment_starts(symbol_codes, extra=gaps), finite, **kwargs)
+    own = splits[unsplit]
+    purged = (
+        (own <= 1) & (splits[unsplit - lookback + 1] == own) & (splits[unsplit + horizon] != own)
+    )
     return WindowIndex(
         anchors={name: anchors[split_of == code] for code, name in enumerate(SPLITS)},
         gaps=int(gaps.sum()),
         dropped_for_gaps=len(without_gaps) - len(anchors),
+        purged=int(purged.sum()),
     )

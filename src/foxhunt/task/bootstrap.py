@@ -24,9 +24,11 @@ def block_means(diff: Array, blocks: NDArray[np.int64], resamples: int, seed: in
     return np.asarray(sums[draws].sum(axis=1) / counts[draws].sum(axis=1), dtype=np.float64)
 
 
-def interval(diff: Array, blocks: NDArray[np.int64], resamples: int = 2000) -> tuple[float, float]:
+def interval(
+    diff: Array, blocks: NDArray[np.int64], resamples: int = 2000, seed: int = 0
+) -> tuple[float, float]:
     """95% interval of mean(diff) by the percentile block bootstrap."""
-    low, high = np.quantile(block_means(diff, blocks, resamples), [0.025, 0.975])
+    low, high = np.quantile(block_means(diff, blocks, resamples, seed), [0.025, 0.975])
     return float(low), float(high)
 
 

@@ -1,0 +1,42 @@
+"""How a backtest's folds are cut and run, and how its signal is costed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from foxhunt.backtest.folds import Scheme, parse_embargo, parse_test_size
+from foxhunt.backtest.signal import CostModel
+from foxhunt.errors import ConfigError
+
+Refit = Literal["full", "warm", "none"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class BacktestConfig:
+    """How the folds are cut and run, and how the signal is costed (saved in backtest.json)."""
+
+    folds: int = 4
+    scheme: Scheme = "expanding"
+    test_size: str | None = None  # "10d" or a bar count; None = span / (folds + 1)
+    embargo: str = "1h"
+    refit: Refit = "full"
+    jobs: int = 1
+    trials: int = 1  # configurations tried, for the deflated Sharpe
+    resamples: int = 2000  # block-bootstrap draws
+    checkpoint_every: int | None = None  # optimizer steps; epochs always checkpoint
+    costs: CostModel = field(default_factory=CostModel)
+
+    def __post_init__(self) -> None:
+        if self.scheme not in ("expanding", "rolling"):
+            raise ConfigError(f"--scheme {self.scheme!r}: use expanding or rolling")
+        if self.refit not in ("full", "warm", "none"):
+            raise ConfigError(f"--refit {self.refit!r}: use full, warm or none")
+        if self.test_size is not None:
+            parse_test_size(self.test_size)
+        parse_embargo(self.embargo)
+        if self.refit != "full" and self.jobs > 1:
+            raise ConfigError(
+                f"--refit {self.refit} needs the previous fold's model: use --jobs 1 "
+                "(parallel folds are for --refit full)"
+            )

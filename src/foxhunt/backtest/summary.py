@@ -1,0 +1,109 @@
+"""backtest.json's blocks: one fold's scores, and the summary over every fold's test windows
+(means with a block-bootstrap 95% interval over test days, the signal, the deflated Sharpe)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from foxhunt.backtest.folds import Fold
+from foxhunt.backtest.scoring import (
+    TFT,
+    Windows,
+    breakdown,
+    crps,
+    forecaster_metrics,
+    signal_of,
+    window_losses,
+    windows_of,
+)
+from foxhunt.backtest.signal import CostModel
+from foxhunt.backtest.stats import block_bootstrap, deflated_sharpe_of, sharpe
+
+if TYPE_CHECKING:
+    from foxhunt.backtest.config import BacktestConfig
+
+SIGNAL_KEYS = ("net_pnl", "gross_pnl", "sharpe", "turnover", "max_drawdown")
+
+
+def origin_closes(w: Windows, closes: pd.Series) -> np.ndarray:
+    """[W] the close at each window's origin bar."""
+    index = pd.MultiIndex.from_arrays([w.symbols.astype(str), w.origins])
+    return closes.reindex(index).to_numpy(np.float64)
+
+
+def fold_block(
+    fold: Fold,
+    windows: dict[str, int],
+    frame: pd.DataFrame,
+    closes: pd.Series,
+    costs: CostModel,
+    bars_per_year: float,
+) -> dict[str, Any]:
+    """One entry of backtest.json's "folds"."""
+    w = windows_of(frame)
+    prices = origin_closes(w, closes)
+    baselines = [name for name in w.forecasts if name != TFT]
+    return {
+        **fold.to_dict(),
+        "windows": windows,
+        "metrics": forecaster_metrics(w, TFT),
+        "baselines": {name: forecaster_metrics(w, name) for name in baselines},
+        "calibration": breakdown(w),
+        "signal": {
+            name: signal_of(w, name, prices, costs, bars_per_year)[0] for name in w.forecasts
+        },
+    }
+
+
+def _interval(values: np.ndarray, days: np.ndarray, resamples: int) -> dict[str, Any]:
+    ok = np.isfinite(values)
+    if not ok.any():
+        return {"mean": float("nan"), "ci95": [float("nan"), float("nan")]}
+    low, high = block_bootstrap(values[ok], days[ok], resamples)
+    return {"mean": float(values[ok].mean()), "ci95": [low, high]}
+
+
+def _scores(w: Windows, name: str, resamples: int) -> dict[str, Any]:
+    pred, days = w.forecasts[name], w.days
+    covered = (w.target >= pred[..., 0]) & (w.target <= pred[..., -1])
+    return {
+        "mean_quantile_loss": _interval(
+            window_losses(pred, w.target, w.quantiles), days, resamples
+        ),
+        "crps": _interval(crps(pred, w.target, w.quantiles), days, resamples),
+        "coverage": _interval(covered.mean(axis=1).astype(np.float64), days, resamples),
+    }
+
+
+def summarize(
+    frames: list[pd.DataFrame], closes: pd.Series, bt: BacktestConfig, bars_per_year: float
+) -> dict[str, Any]:
+    """Every fold's test windows together."""
+    w = windows_of(pd.concat(frames, ignore_index=True))
+    resamples = bt.resamples
+    tft_losses = window_losses(w.forecasts[TFT], w.target, w.quantiles)
+    out: dict[str, Any] = {**_scores(w, TFT, resamples), "baselines": {}, "tft_minus": {}}
+    point = forecaster_metrics(w, TFT)
+    out["q_risk_p50"], out["q_risk_p90"] = point.get("q_risk_p50"), point.get("q_risk_p90")
+    for name in w.forecasts:
+        if name == TFT:
+            continue
+        out["baselines"][name] = _scores(w, name, resamples)
+        diff = tft_losses - window_losses(w.forecasts[name], w.target, w.quantiles)
+        out["tft_minus"][name] = {"mean_quantile_loss": _interval(diff, w.days, resamples)}
+    out["calibration"] = breakdown(w)
+    prices = origin_closes(w, closes)
+    signal, streams = {}, {}
+    for name in w.forecasts:
+        metrics, paths = signal_of(w, name, prices, bt.costs, bars_per_year)
+        signal[name], streams[name] = metrics, paths["net"].ravel()
+    out["signal"] = signal
+    trial_sharpes = np.asarray([sharpe(s) for s in streams.values()]) if bt.trials > 1 else None
+    out["deflated_sharpe"] = deflated_sharpe_of(
+        streams[TFT], trials=bt.trials, trial_sharpes=trial_sharpes
+    )
+    out["windows"] = len(w.target)
+    return out

@@ -1,0 +1,134 @@
+"""A tiny backtest end to end: the schema, a kill during fold 3 resumed to the same result,
+and the command line (bad input: exit 2 with one line)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from foxhunt.backtest import BacktestConfig, run_backtest
+from foxhunt.cli import main
+from foxhunt.data import DataConfig
+from foxhunt.model.config import TFTConfig
+from foxhunt.runs import RunConfig
+from foxhunt.training.config import TrainingConfig
+
+DATA = DataConfig(
+    synthetic_days=12,
+    lookback=16,
+    horizon=4,
+    baseline_window=16,
+    fast_window=4,
+    volatility_windows=(4, 8),
+)
+CONFIG = RunConfig(
+    data=DATA,
+    model=TFTConfig(
+        num_static=0,
+        num_past=1,
+        num_future=0,
+        lookback=16,
+        horizon=4,
+        hidden_size=8,
+        variable_hidden_size=4,
+        attention_heads=2,
+    ),
+    training=TrainingConfig(epochs=2, max_steps_per_epoch=2, batch_size=32, patience=0),
+)
+BT = BacktestConfig(folds=3, embargo="1h", resamples=200, checkpoint_every=1)
+
+
+class Killed(Exception):
+    pass
+
+
+class KillAtStep:
+    """Dies in the middle of a fold's training, after its checkpoint of step 2."""
+
+    def on_step_end(self, trainer: Any, *args: Any, **kwargs: Any) -> None:
+        if trainer.state.global_step >= 3:
+            raise Killed
+
+
+def without_timings(result: dict[str, Any]) -> dict[str, Any]:
+    out = json.loads(json.dumps(result))
+    out.pop("timing")
+    for fold in out["folds"]:
+        fold.pop("seconds")
+    return out
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return run_backtest(CONFIG, tmp_path_factory.mktemp("whole"), BT)
+
+
+def test_backtest_json_schema(uninterrupted: dict[str, Any]) -> None:
+    assert len(uninterrupted["folds"]) == 3
+    for k, fold in enumerate(uninterrupted["folds"]):
+        assert fold["index"] == k
+        for span in ("train", "test"):
+            assert pd.Timestamp(fold[span]["start"]).tzinfo is not None  # ISO with an offset
+        assert fold["embargo"] == "3600s"
+        assert set(fold["windows"]) >= {"train", "test", "purged"}
+        assert fold["windows"]["purged"] > 0
+        assert {"mean_quantile_loss", "coverage", "crps", "q_risk_p50"} <= set(fold["metrics"])
+        assert set(fold["baselines"]) == {"historical_quantiles", "zero", "realized_vol", "garch_t"}
+        assert set(fold["signal"]) == {"tft", *fold["baselines"]}
+        for signal in fold["signal"].values():
+            assert {"net_pnl", "gross_pnl", "sharpe", "turnover", "max_drawdown"} <= set(signal)
+        assert set(fold["calibration"]["session_part"]["tft"]) == {
+            "overnight", "cash_open", "midday", "close"
+        }  # fmt: skip
+    summary = uninterrupted["summary"]
+    low, high = summary["mean_quantile_loss"]["ci95"]
+    assert low <= summary["mean_quantile_loss"]["mean"] <= high
+    assert "deflated_sharpe" in summary and "garch_t" in summary["tft_minus"]
+    folds = uninterrupted["folds"]
+    assert folds[0]["test"]["end"] == folds[1]["test"]["start"]  # consecutive, not overlapping
+
+
+def test_killed_during_fold_3_resumes_to_the_same_result(
+    tmp_path: Path, uninterrupted: dict[str, Any]
+) -> None:
+    with pytest.raises(Killed):
+        run_backtest(CONFIG, tmp_path, BT, callbacks=lambda k: (KillAtStep(),) if k == 2 else ())
+    assert (tmp_path / "folds" / "1" / "result.json").is_file()
+    assert not (tmp_path / "folds" / "2" / "result.json").exists()
+    assert any((tmp_path / "folds" / "2" / "run" / "checkpoints").iterdir())
+    resumed = run_backtest(CONFIG, tmp_path, BT)
+    assert without_timings(resumed) == without_timings(uninterrupted)
+
+
+def test_cli_backtest_writes_json_and_report(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    args = ["backtest", "--synthetic-days", "10", "--lookback", "16", "--horizon", "4"]
+    args += ["--baseline-window", "16", "--fast-window", "4", "--hidden-size", "8"]
+    args += ["--epochs", "1", "--max-steps-per-epoch", "1", "--folds", "2", "--test-size", "1d"]
+    args += ["--resamples", "100", "--output-dir", str(tmp_path)]
+    assert main(args) == 0
+    result = json.loads((tmp_path / "backtest.json").read_text())
+    assert result["config"]["costs"]["commission"] == 2.25
+    assert (tmp_path / "report" / "backtest.html").stat().st_size > 1000
+    assert "fold 1:" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--test-size", "soon"], "--test-size"),
+        (["--embargo", "-1h"], "--embargo"),
+        (["--folds", "0"], "--folds"),
+        (["--refit", "warm", "--jobs", "2"], "--jobs 1"),
+        (["--folds", "30", "--test-size", "5d", "--synthetic-days", "5"], "fewer"),
+    ],
+)
+def test_bad_input_is_exit_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture, flags: list[str], message: str
+) -> None:
+    assert main(["backtest", *flags, "--output-dir", str(tmp_path / "bt")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err
