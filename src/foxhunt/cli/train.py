@@ -327,7 +327,7 @@ def run(args: argparse.Namespace) -> int:
         print(result.table)
         print(f"run saved to {final} (metrics.json, model.safetensors, config.json)")
         if not args.no_report:
-            print(f"report: {write_report(final)}")
+            print(f"report: {write_report(final, job=result)}")  # the job's model and data
     return 0
 
 

@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from foxhunt.data import FeatureSchema, WindowDataset, prepare_data
+from foxhunt.data import FeatureSchema, PreparedData, WindowDataset, prepare_data
 from foxhunt.errors import FoxhuntError
+from foxhunt.model.config import TFTConfig
 from foxhunt.runs import HISTORY_FILE, METRICS_FILE, read_history_lines, read_metrics
 from foxhunt.serving import load_run
 from foxhunt.task import bp_per_unit, calibration
@@ -51,12 +52,13 @@ def read_history(run_dir: Path) -> list[dict[str, Any]]:
 def interpret(model: torch.nn.Module, dataset: WindowDataset, scale: float) -> dict[str, Any]:
     """Forecasts, selection weights and attention over every window of `dataset`."""
     model.eval()
+    device = next(model.parameters()).device  # a job's model may still be on its GPU
     sums: dict[str, Any] = {}
     forecasts, targets, anchors = [], [], []
     count = 0
     for batch in sequential_batches(dataset, 512):
-        out = model(batch, return_attention=True)
-        forecasts.append(out.quantiles.numpy() * scale)
+        out = model(batch.to(device), return_attention=True)
+        forecasts.append(out.quantiles.float().cpu().numpy() * scale)
         assert batch.target is not None and batch.anchor is not None
         targets.append(batch.target.numpy() * scale)
         anchors.append(batch.anchor.numpy())
@@ -67,7 +69,7 @@ def interpret(model: torch.nn.Module, dataset: WindowDataset, scale: float) -> d
             "attention": out.attention.sum(0),
         }
         for key, value in parts.items():
-            sums[key] = sums.get(key, 0) + value.double().numpy()
+            sums[key] = sums.get(key, 0) + value.double().cpu().numpy()
         count += batch.batch_size
     return {
         "forecasts": np.concatenate(forecasts).astype(np.float64),
@@ -88,17 +90,25 @@ def collect(run_dir: Path, data_file: Path | None = None) -> ReportData:
             f"{data_config.path} (the run's data) is gone; pass the bars with --parquet-file"
         )
     data = prepare_data(data_config, preprocessor=loaded.preprocessor)
-    found = interpret(loaded.model, data.test, bp_per_unit(loaded.preprocessor))
+    return collect_from(run_dir, loaded.model, data, loaded.config.model)
+
+
+def collect_from(
+    run_dir: Path, model: torch.nn.Module, data: PreparedData, config: TFTConfig
+) -> ReportData:
+    """The report of a model and prepared data already in memory: `foxhunt train` hands on
+    what its job trained and read, so the bars are read and the weights loaded only once."""
+    found = interpret(model, data.test, bp_per_unit(data.preprocessor))
     history = read_history(run_dir)
     return ReportData(
         run_dir=run_dir,
         epochs=[h for h in history if h.get("event") == "epoch"],
         memory=[h for h in history if str(h.get("event", "")).startswith("memory")],
-        metrics=read_metrics(run_dir / METRICS_FILE, loaded.config.model.quantiles)
+        metrics=read_metrics(run_dir / METRICS_FILE, config.quantiles)
         if (run_dir / METRICS_FILE).exists()
         else {},
         schema=data.schema,
-        quantiles=loaded.config.model.quantiles,
+        quantiles=config.quantiles,
         forecasts=found["forecasts"],
         targets=found["targets"],
         anchor_times=pd.DatetimeIndex(data.test.timestamps[found["anchors"]]),
@@ -106,5 +116,5 @@ def collect(run_dir: Path, data_file: Path | None = None) -> ReportData:
         past_importance=found["past"],
         future_importance=found["future"],
         attention=found["attention"],
-        lookback=loaded.config.model.lookback,
+        lookback=config.lookback,
     )

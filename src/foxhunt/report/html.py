@@ -10,11 +10,12 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from foxhunt.report.collect import ReportData, collect
+from foxhunt.report.collect import ReportData, collect, collect_from
 from foxhunt.report.figures import FIGURES
 from foxhunt.runs import REPORT_DIR
 from foxhunt.storage import atomic_write_bytes
 from foxhunt.task import results_table
+from foxhunt.training.job import JobResult
 
 log = logging.getLogger("foxhunt.report")
 
@@ -57,9 +58,16 @@ pre{{background:#f6f6f6;padding:1em;overflow-x:auto;}}</style></head><body>
 """
 
 
-def write_report(run_dir: Path, data_file: Path | None = None) -> Path:
-    """Writes RUN_DIR/report/report.html and one PNG per figure; returns the HTML path."""
-    data = collect(run_dir, data_file)
+def write_report(
+    run_dir: Path, data_file: Path | None = None, *, job: JobResult | None = None
+) -> Path:
+    """Writes RUN_DIR/report/report.html and one PNG per figure; returns the HTML path.
+    `job`: the result of the training job that just wrote RUN_DIR, whose model and data are
+    used as they are (nothing is loaded or read again)."""
+    if job is not None and job.model is not None and job.data is not None and job.model_config:
+        data = collect_from(run_dir, job.model, job.data, job.model_config)
+    else:
+        data = collect(run_dir, data_file)
     out = run_dir / REPORT_DIR
     images = {}
     for name, make in FIGURES.items():

@@ -76,6 +76,11 @@ class JobResult:
     run_dir: Path
     metrics: dict[str, Any]
     table: str
+    #: main rank only: the trained model (best weights), its config and the data it was
+    #: read from, handed on so the report neither reloads the weights nor reads the bars again
+    model: nn.Module | None = None
+    model_config: TFTConfig | None = None
+    data: PreparedData | None = None
 
 
 def fit_model_config(config: TFTConfig, data: PreparedData) -> TFTConfig:
@@ -294,4 +299,5 @@ def train(
     }
     save_run(output_dir, model=model, config=config, preprocessor=data.preprocessor)
     save_metrics(output_dir, metrics)
-    return JobResult(output_dir, metrics, results_table(metrics, model_config.quantiles))
+    table = results_table(metrics, model_config.quantiles)
+    return JobResult(output_dir, metrics, table, model=model, model_config=model_config, data=data)
