@@ -4,6 +4,7 @@ and the command line (bad input: exit 2 with one line)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -132,3 +133,34 @@ def test_bad_input_is_exit_2_with_one_line(
     assert main(["backtest", *flags, "--output-dir", str(tmp_path / "bt")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err
+
+
+def test_refit_warm_starts_each_fold_from_the_previous_ones_weights(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from foxhunt.backtest import runner
+
+    starts: list[Path] = []
+    original = runner._warm_start
+
+    def spy(previous: Path) -> Any:
+        starts.append(previous)
+        return original(previous)
+
+    monkeypatch.setattr(runner, "_warm_start", spy)
+    result = run_backtest(CONFIG, tmp_path, replace(BT, refit="warm"))
+    assert len(result["folds"]) == 3
+    assert starts == [tmp_path / "folds" / str(k) / "run" for k in (0, 1)]
+
+
+def test_refit_none_forecasts_every_fold_with_the_first_model(tmp_path: Path) -> None:
+    result = run_backtest(CONFIG, tmp_path, replace(BT, refit="none"))
+    assert len(result["folds"]) == 3
+    assert (tmp_path / "folds" / "0" / "run" / "model.safetensors").is_file()
+    for k in (1, 2):  # no model of their own: fold 0's forecasts their test spans
+        run = tmp_path / "folds" / str(k) / "run"
+        assert not (run / "model.safetensors").exists()
+        frame = pd.read_parquet(run / "test_forecasts.parquet")
+        assert len(frame) == result["folds"][k]["windows"]["test"] * CONFIG.data.horizon
+        assert frame[["q0.1", "q0.5", "q0.9"]].notna().all().all()
+        assert result["folds"][k]["metrics"]["mean_quantile_loss"] > 0

@@ -130,29 +130,34 @@ def collate_windows(batch: TFTBatch) -> TFTBatch:
 
 
 def make_loader(
-    dataset: WindowDataset,
+    dataset: Dataset[TFTBatch],
     *,
-    batch_size: int,
-    shuffle: bool,
-    seed: int,
+    batch_size: int = 512,
+    shuffle: bool = False,
+    seed: int = 0,
     drop_last: bool = False,
     sampler: Sampler[int] | None = None,
+    batch_sampler: Sampler[list[int]] | None = None,
     num_workers: int = 0,
 ) -> DataLoader[TFTBatch]:
-    """Batches of windows; each batch is one `__getitems__` call.
+    """Batches of windows; each batch is one `__getitems__` call. The one loader factory.
 
     The shuffle order comes from a torch.Generator seeded with `seed` (so it never touches
-    the global RNG). A `sampler` of window indices (e.g. DistributedSampler) replaces the
-    built-in random/sequential order; it is still grouped into `batch_size` batches.
+    the global RNG: a resumed run sees the same dropout masks as an uninterrupted one). A
+    `sampler` of window indices (e.g. DistributedSampler) replaces the built-in
+    random/sequential order; it is still grouped into `batch_size` batches. A
+    `batch_sampler` (the trainer's resumable EpochBatchSampler) replaces all of that.
     """
     generator = torch.Generator().manual_seed(seed)
     if sampler is None:
         sampler = (
-            RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
+            RandomSampler(dataset, generator=generator)  # type: ignore[arg-type]
+            if shuffle
+            else SequentialSampler(dataset)  # type: ignore[arg-type]
         )
     return DataLoader(
         dataset,
-        batch_sampler=BatchSampler(sampler, batch_size, drop_last),
+        batch_sampler=batch_sampler or BatchSampler(sampler, batch_size, drop_last),
         collate_fn=cast("Callable[[list[Any]], Any]", collate_windows),  # gets a TFTBatch
         num_workers=num_workers,
         generator=generator,

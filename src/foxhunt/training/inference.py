@@ -3,37 +3,23 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
-from typing import Any, cast
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import Dataset
 
 from foxhunt.batch import TFTBatch
-from foxhunt.data import collate_windows
+from foxhunt.data import make_loader
 from foxhunt.training.sampler import EpochBatchSampler
-
-
-def make_loader(
-    dataset: Dataset[TFTBatch], sampler: EpochBatchSampler, *, num_workers: int = 0
-) -> DataLoader[TFTBatch]:
-    # A private generator: creating a loader must not draw from the global RNG, or a
-    # resumed run would see different dropout masks than an uninterrupted one.
-    return DataLoader(
-        dataset,
-        batch_sampler=sampler,
-        collate_fn=cast("Callable[[list[Any]], Any]", collate_windows),  # gets a TFTBatch
-        num_workers=num_workers,
-        generator=torch.Generator().manual_seed(0),
-    )
 
 
 def sequential_batches(dataset: Dataset[TFTBatch], batch_size: int) -> Iterator[TFTBatch]:
     size = len(dataset)  # type: ignore[arg-type]
     sampler = EpochBatchSampler(size, batch_size=batch_size, seed=0, shuffle=False)
-    yield from make_loader(dataset, sampler)
+    yield from make_loader(dataset, batch_sampler=sampler)
 
 
 @torch.no_grad()

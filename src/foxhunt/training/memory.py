@@ -10,11 +10,11 @@ import logging
 from typing import Any
 
 from foxhunt.batch import TFTBatch
+from foxhunt.data import make_loader
 from foxhunt.memory import startup
 from foxhunt.memory.budget import MemoryPlan, plan_memory
 from foxhunt.memory.plan import apply_plan, measure_costs
 from foxhunt.task import BatchLoss, loss_of
-from foxhunt.training.inference import make_loader
 from foxhunt.training.trainer import Trainer
 
 log = logging.getLogger("foxhunt.memory")
@@ -24,7 +24,7 @@ def first_training_batch(trainer: Trainer) -> TFTBatch:
     """The batch the next training step will see (also after a resume)."""
     state = trainer.state
     trainer.sampler.set_position(state.epoch, state.batch_in_epoch)  # fit() sets it again
-    batch: TFTBatch = next(iter(make_loader(trainer.train_set, trainer.sampler)))
+    batch: TFTBatch = next(iter(make_loader(trainer.train_set, batch_sampler=trainer.sampler)))
     return batch.to(trainer.device)
 
 

@@ -17,6 +17,7 @@ from torch.utils.data import Dataset, Subset
 from tqdm import tqdm
 
 from foxhunt.batch import TFTBatch
+from foxhunt.data import make_loader
 from foxhunt.memory.oom import optimizer_step_oom
 from foxhunt.task import batch_loss, pinball_total
 from foxhunt.training import precision
@@ -24,7 +25,7 @@ from foxhunt.training.callbacks import callback_states, load_callback_states, no
 from foxhunt.training.config import TrainingConfig, resolve_device
 from foxhunt.training.distributed import all_reduce_sum, rank_step_seed, wrap_ddp
 from foxhunt.training.finite import check_finite_validation, check_finite_weights
-from foxhunt.training.inference import make_loader, predict_windows
+from foxhunt.training.inference import predict_windows
 from foxhunt.training.sampler import EpochBatchSampler
 from foxhunt.training.selection import InitialGate
 from foxhunt.training.train_state import TrainingDiverged, TrainState, rng_state, set_rng_state
@@ -236,7 +237,9 @@ class Trainer:
     def train_epoch(self) -> float:
         state = self.state
         self.sampler.set_position(state.epoch, state.batch_in_epoch)
-        loader = make_loader(self.train_set, self.sampler, num_workers=self.config.num_workers)
+        loader = make_loader(
+            self.train_set, batch_sampler=self.sampler, num_workers=self.config.num_workers
+        )
         limit = self.config.max_steps_per_epoch or len(self.sampler)
         total = min(limit, len(self.sampler)) - state.batch_in_epoch
         bar = tqdm(
