@@ -21,7 +21,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from foxhunt.data.timesplit import TimeSplit
+from foxhunt.data.timesplit import TimeSplit, parse_duration
 from foxhunt.errors import ConfigError
 
 Scheme = Literal["expanding", "rolling"]
@@ -85,13 +85,7 @@ def parse_test_size(text: str) -> int | pd.Timedelta:
 
 
 def parse_embargo(text: str) -> pd.Timedelta:
-    try:
-        gap = pd.Timedelta(text)
-    except (ValueError, TypeError):
-        gap = None
-    if gap is None or pd.isna(gap) or gap < pd.Timedelta(0):
-        raise ConfigError(f'--embargo {text!r}: use a duration >= 0 such as "1h" or "0min"')
-    return gap
+    return parse_duration("--embargo", text)
 
 
 def cut_folds(

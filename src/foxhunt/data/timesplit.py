@@ -37,12 +37,13 @@ def parse_instant(name: str, value: str) -> pd.Timestamp:
 
 
 def parse_duration(name: str, value: str) -> pd.Timedelta:
+    """A duration >= 0 ("1h", "0min"); `name` is what the error names (a field or a flag)."""
     try:
         duration = pd.Timedelta(value)
     except (ValueError, TypeError):
         duration = None
     if duration is None or pd.isna(duration) or duration < pd.Timedelta(0):
-        raise ConfigError(f'TimeSplit.{name}={value!r}: use a duration >= 0 such as "1h"')
+        raise ConfigError(f'{name} {value!r}: use a duration >= 0 such as "1h" or "0min"')
     return duration
 
 
@@ -81,7 +82,7 @@ class TimeSplit:
         bounds = (
             ns("train_start", self.train_start, low),
             ns("validation_start", self.validation_start, 0),
-            test - int(parse_duration("embargo", self.embargo).value),
+            test - int(parse_duration("TimeSplit.embargo", self.embargo).value),
             test,
             ns("test_end", self.test_end, high),
         )
