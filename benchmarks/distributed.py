@@ -30,12 +30,11 @@ from typing import Any
 
 import torch
 
-from foxhunt.data import DataConfig, prepare_data
+from foxhunt.data import DataConfig, make_loader, prepare_data
 from foxhunt.model.config import TFTConfig
 from foxhunt.model.tft import TemporalFusionTransformer
 from foxhunt.training.config import TrainingConfig
 from foxhunt.training.distributed import barrier, init_distributed, shutdown_distributed
-from foxhunt.training.inference import make_loader
 from foxhunt.training.job import fit_model_config
 from foxhunt.training.trainer import Trainer
 
@@ -102,7 +101,7 @@ def timed_steps(bench: Bench, rank: int, world_size: int) -> float:
     needed = bench.warmup + bench.steps
     if len(trainer.sampler) < needed:
         raise SystemExit(f"only {len(trainer.sampler)} batches per epoch; raise synthetic_days")
-    batches = iter(make_loader(trainer.train_set, trainer.sampler))
+    batches = iter(make_loader(trainer.train_set, batch_sampler=trainer.sampler))
     for _ in range(bench.warmup):
         trainer.train_step(next(batches))
     barrier()
