@@ -43,7 +43,6 @@ def test_train_with_its_report_reads_the_bars_once(
 
 
 def test_the_handed_on_report_is_the_reloaded_one(bars: Path, tmp_path: Path) -> None:
-    from foxhunt.cli.train import run_config_from_args  # noqa: F401  (the CLI's own config)
     from foxhunt.data import prepare_data
 
     run = tmp_path / "run"

@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from foxhunt.cli.common import add_data_file_arguments, csv_tuple, float_tuple
-from foxhunt.data import DataConfig
+from foxhunt.cli.train_config import run_config_from_args
 from foxhunt.errors import ConfigError
 from foxhunt.input_path import check_readable_file
 from foxhunt.memory.oom import parse_budget
-from foxhunt.model.config import TFTConfig
 from foxhunt.quant import QATConfig
 from foxhunt.report import write_report
 from foxhunt.runs import (
@@ -26,7 +25,6 @@ from foxhunt.runs import (
     new_identity,
     read_identity,
 )
-from foxhunt.training.config import TrainingConfig
 from foxhunt.training.distributed import (
     DEFAULT_TIMEOUT_S,
     DistributedContext,
@@ -202,65 +200,6 @@ def register(sub: Any) -> None:
         help="how long a rank waits for the others before failing (a dead or hung rank)",
     )
     p.set_defaults(run=run)
-
-
-def checkpointing_mode(args: argparse.Namespace) -> str | tuple[str, ...]:
-    if args.checkpoint_segments:
-        return tuple(args.checkpoint_segments)
-    return "full" if args.use_gradient_checkpointing else "none"
-
-
-def run_config_from_args(args: argparse.Namespace) -> RunConfig:
-    max_gap = None if str(args.max_gap).lower() == "none" else args.max_gap
-    data = DataConfig(
-        path=args.data_file,
-        timezone=args.timezone,
-        timestamp_column=args.timestamp_column,
-        lookback=args.lookback,
-        horizon=args.horizon,
-        max_gap=max_gap,
-        val_fraction=args.val_fraction,
-        test_fraction=args.test_fraction,
-        observed_columns=args.observed_columns,
-        known_columns=args.known_columns,
-        synthetic_days=args.synthetic_days,
-        synthetic_seed=args.seed,
-        baseline_window=args.baseline_window,
-        fast_window=args.fast_window,
-    )
-    model = TFTConfig(
-        num_static=0,  # the data decides num_*: placeholders until fit_model_config
-        num_past=1,
-        num_future=0,
-        lookback=args.lookback,
-        horizon=args.horizon,
-        hidden_size=args.hidden_size,
-        variable_hidden_size=args.variable_hidden_size,
-        attention_heads=args.attention_heads,
-        dropout=args.dropout,
-        quantiles=args.quantiles,
-        checkpointing=checkpointing_mode(args),
-        output=args.output,
-        learn_spread=args.learn_spread,
-    )
-    training = TrainingConfig(
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        lr=args.lr,
-        weight_decay=args.weight_decay,
-        grad_clip=args.grad_clip,
-        patience=args.patience,
-        seed=args.seed,
-        device=args.device,
-        precision=args.precision,
-        max_steps_per_epoch=args.max_steps_per_epoch,
-        num_workers=args.num_workers,
-        loss_weighting=args.loss_weighting,
-        validate_initial=args.validate_initial,
-        calibrate=args.calibrate,
-        initial_confidence=args.initial_confidence,
-    )
-    return RunConfig(data=data, model=model, training=training)
 
 
 def output_dir(args: argparse.Namespace) -> Path:
