@@ -18,7 +18,8 @@ from foxhunt.baselines import BarReturns, FittedBaselines, forecast_baselines
 from foxhunt.data import Preprocessor, WindowDataset
 from foxhunt.data.windows import gap_flags
 from foxhunt.storage import atomic_write_bytes
-from foxhunt.task import bp_per_unit
+from foxhunt.task import bp_per_unit, historical_quantile_forecast
+from foxhunt.training.inference import sequential_batches
 
 
 def bar_returns(
@@ -84,3 +85,14 @@ def write_forecasts(path: Path, frame: pd.DataFrame) -> None:
     buffer = io.BytesIO()
     frame.to_parquet(buffer, index=False)
     atomic_write_bytes(path, buffer.getvalue())
+
+
+def window_targets(dataset: WindowDataset) -> np.ndarray:
+    """Scaled targets [N, H] of every window of a split."""
+    parts = [b.target.numpy() for b in sequential_batches(dataset, 4096) if b.target is not None]
+    return np.concatenate(parts).astype(np.float64)
+
+
+def historical_baseline(train_set: WindowDataset, quantiles: tuple[float, ...]) -> np.ndarray:
+    """Per-step unconditional quantiles [H, Q] of the train targets, in basis points."""
+    return historical_quantile_forecast(window_targets(train_set), quantiles, 1)[0]

@@ -9,12 +9,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
 from foxhunt.baselines import fit_baselines
-from foxhunt.data import PreparedData, WindowDataset, prepare_data
+from foxhunt.data import PreparedData, prepare_data
 from foxhunt.memory import MemoryProfiler
 from foxhunt.memory.oom import REPLAN_FRACTION, budget_bytes, fit_with_oom_guard
 from foxhunt.model.config import TFTConfig
@@ -40,7 +39,6 @@ from foxhunt.task import (
     all_baselines,
     bp_per_unit,
     forecast_metrics,
-    historical_quantile_forecast,
     results_table,
     score,
 )
@@ -49,7 +47,9 @@ from foxhunt.training.checkpoint import Checkpointer, resume_point
 from foxhunt.training.comparison import (
     bar_returns,
     forecast_frame,
+    historical_baseline,
     vol_baselines,
+    window_targets,
     write_forecasts,
 )
 from foxhunt.training.config import resolve_device
@@ -61,7 +61,6 @@ from foxhunt.training.distributed import (
 )
 from foxhunt.training.finite import check_finite_forecasts
 from foxhunt.training.guards import check_early_stopping
-from foxhunt.training.inference import sequential_batches
 from foxhunt.training.memory import plan_trainer, report_checkpointing
 from foxhunt.training.precision import autocast_dtype
 from foxhunt.training.resume import checkpoint_location, load_saved_preprocessor
@@ -97,17 +96,6 @@ def fit_model_config(config: TFTConfig, data: PreparedData) -> TFTConfig:
         # the signal is the data's (fast_window); only the baseline output leans on it
         vol_signals=1 if data.preprocessor.fast_window and config.output == "baseline" else 0,
     )
-
-
-def window_targets(dataset: WindowDataset) -> np.ndarray:
-    """Scaled targets [N, H] of every window of a split."""
-    parts = [b.target.numpy() for b in sequential_batches(dataset, 4096) if b.target is not None]
-    return np.concatenate(parts).astype(np.float64)
-
-
-def historical_baseline(train_set: WindowDataset, quantiles: tuple[float, ...]) -> np.ndarray:
-    """Per-step unconditional quantiles [H, Q] of the train targets, in basis points."""
-    return historical_quantile_forecast(window_targets(train_set), quantiles, 1)[0]
 
 
 @dataclass(frozen=True, kw_only=True)
