@@ -31,11 +31,11 @@ from typing import Any
 import torch
 
 from foxhunt.data import DataConfig, make_loader, prepare_data
+from foxhunt.jobs.train import fit_model_config
 from foxhunt.model.config import TFTConfig
 from foxhunt.model.tft import TemporalFusionTransformer
 from foxhunt.training.config import TrainingConfig
 from foxhunt.training.distributed import barrier, init_distributed, shutdown_distributed
-from foxhunt.training.job import fit_model_config
 from foxhunt.training.trainer import Trainer
 
 

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/quantization.py [--data ../shared/data/ES_FUT_60d_5min.parquet]
         [--epochs 4] [--max-steps-per-epoch 50] [--freeze-after 100] [--threads 1] [--json]
 
-Trains an FP32 run and a QAT run (``foxhunt.training.job.train``, same seed and config),
+Trains an FP32 run and a QAT run (``foxhunt.jobs.train.train``, same seed and config),
 exports the QAT run to int8 (``export --int8``) and the FP32 run with post-training dynamic
 quantization (``export --dynamic``), scores the four models on the same test windows, and
 times forward passes of one window and of a batch of 1024 windows with ``--threads``
@@ -32,6 +32,7 @@ from torch import nn
 from foxhunt import TFTBatch, TFTConfig
 from foxhunt.data import DataConfig, prepare_data
 from foxhunt.errors import FoxhuntError
+from foxhunt.jobs.train import JobOptions, train
 from foxhunt.quant import QATConfig
 from foxhunt.quant.export import export_run, load_export
 from foxhunt.quant.kernel import available as int8_kernel
@@ -40,7 +41,6 @@ from foxhunt.serving import load_run
 from foxhunt.task import bp_per_unit, score
 from foxhunt.training.config import TrainingConfig
 from foxhunt.training.inference import predict_windows
-from foxhunt.training.job import JobOptions, train
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "ES_FUT_60d_5min.parquet"
 

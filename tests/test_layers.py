@@ -55,9 +55,6 @@ ALLOWED = {
 #: upward edges between layers still owed to the architecture issue, as (importer, imported):
 #: the only modules allowed to carry each. Remove an entry when its edge is cut.
 UPWARD_DEBTS = {
-    # the job writes the run folder from inside training/ (the run folder's RunConfig holds
-    # TrainingConfig); the job and its resume helper belong above the run folder
-    ("training", "runs"): {"training/job.py", "training/resume.py"},
     # the int8 exporter reads runs, so it sits above the run folder while the QAT transforms
     # beside it sit below training
     ("quant", "runs"): {"quant/export.py"},
@@ -67,6 +64,9 @@ UPWARD_DEBTS = {
 
 #: the backtest runs training jobs: nothing but the doors (cli) may import it
 BACKTEST_IMPORTERS = {"backtest", "cli"}
+
+#: a job ties data, model, trainer and run folder together: only what runs jobs imports it
+JOB_IMPORTERS = {"jobs", "backtest", "cli", "report"}
 
 #: the benchmark tools (``foxhunt.bench``) are off the training path: none of these (nor any
 #: run-folder module, ``run*``) imports them
@@ -163,9 +163,9 @@ def test_the_training_path_does_not_import_the_benchmarks() -> None:
 def test_the_walker_sees_lazy_imports(tmp_path: Path) -> None:
     source = tmp_path / "m.py"
     source.write_text(
-        "def f():\n    from foxhunt.training.job import train\n    import foxhunt.cli\n"
+        "def f():\n    from foxhunt.jobs.train import train\n    import foxhunt.cli\n"
     )
-    assert foxhunt_imports(source) == {"training", "cli"}
+    assert foxhunt_imports(source) == {"jobs", "cli"}
 
 
 def test_only_the_doors_import_the_backtest() -> None:
@@ -282,3 +282,12 @@ def test_the_circle_finder(tmp_path: Path) -> None:
         "foxhunt.runs.store",
         "foxhunt.quant",
     ]
+
+
+def test_only_job_runners_import_the_jobs() -> None:
+    found = sorted(
+        str(p.relative_to(PACKAGE))
+        for p in PACKAGE.rglob("*.py")
+        if layer_of(p) not in JOB_IMPORTERS and "jobs" in foxhunt_imports(p)
+    )
+    assert not found, found

@@ -10,10 +10,10 @@ from typing import Any
 import torch
 
 from foxhunt.data import PreparedData, prepare_data
+from foxhunt.jobs.train import JobOptions, JobResult, fit_model_config, train
 from foxhunt.model import TemporalFusionTransformer, TFTConfig
 from foxhunt.runs import RunConfig
 from foxhunt.training.config import TrainingConfig
-from foxhunt.training.job import JobOptions, JobResult, fit_model_config, train
 from foxhunt.training.trainer import Trainer
 from foxhunt.transforms import apply_model_transforms
 

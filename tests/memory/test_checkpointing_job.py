@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from foxhunt.jobs.train import train
 from foxhunt.runs import HISTORY_FILE, RunConfig
-from foxhunt.training.job import train
 from helpers import tiny_model, tiny_run, tiny_training
 
 

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from foxhunt.errors import ConfigError
+from foxhunt.jobs.train import JobOptions, train
 from foxhunt.memory.oom import (
     AUTO,
     OptimizerStepOutOfMemory,
@@ -21,7 +22,6 @@ from foxhunt.memory.oom import (
     parse_budget,
 )
 from foxhunt.storage.local import LocalStorage
-from foxhunt.training.job import JobOptions, train
 from helpers import tiny_job, tiny_model, tiny_run, tiny_training
 
 

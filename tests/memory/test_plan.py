@@ -16,6 +16,7 @@ import torch
 from foxhunt.bench.accuracy import REFERENCE_CASES, check_predictions, format_checks
 from foxhunt.bench.memory import PRESETS, random_batch
 from foxhunt.errors import ConfigError
+from foxhunt.jobs.train import JobOptions, train
 from foxhunt.memory.budget import CostTable, predict_peak
 from foxhunt.memory.moments import batch_tensors
 from foxhunt.memory.oom import parse_budget
@@ -25,7 +26,6 @@ from foxhunt.model.tft import TemporalFusionTransformer
 from foxhunt.runs import HISTORY_FILE, RunConfig
 from foxhunt.task import loss_of
 from foxhunt.training.config import TrainingConfig
-from foxhunt.training.job import JobOptions, train
 from foxhunt.training.memory import first_training_batch, plan_trainer
 from foxhunt.training.trainer import Trainer
 from foxhunt.transforms.checkpointing import apply_checkpointing, checkpointed_segments

@@ -8,13 +8,13 @@ from typing import Any
 import torch
 
 from foxhunt.data import PreparedData
+from foxhunt.jobs.train import JobOptions, train
 from foxhunt.model.config import TFTConfig
 from foxhunt.runs import RunConfig
 from foxhunt.storage.local import LocalStorage
 from foxhunt.training.callbacks import callback_states, load_callback_states
 from foxhunt.training.checkpoint import Checkpointer
 from foxhunt.training.config import TrainingConfig
-from foxhunt.training.job import JobOptions, train
 from helpers import make_trainer, tiny_job, tiny_model, tiny_run, tiny_training, with_epochs
 
 

@@ -39,12 +39,12 @@ from foxhunt.backtest.summary import fold_block, summarize
 from foxhunt.data import prepare_data
 from foxhunt.data.pipeline import load_frame
 from foxhunt.errors import FoxhuntError
+from foxhunt.jobs.train import JobOptions, train
 from foxhunt.runs import FORECASTS_FILE, RunConfig
 from foxhunt.serving import load_run
 from foxhunt.storage import atomic_write_json
 from foxhunt.storage.base import CheckpointError
 from foxhunt.storage.bounded import read_json_bounded
-from foxhunt.training.job import JobOptions, train
 
 log = logging.getLogger("foxhunt.backtest")
 

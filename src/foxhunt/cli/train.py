@@ -13,6 +13,7 @@ from foxhunt.cli.common import add_data_file_arguments, csv_tuple, float_tuple
 from foxhunt.cli.train_config import run_config_from_args
 from foxhunt.errors import ConfigError
 from foxhunt.input_path import check_readable_file
+from foxhunt.jobs.train import JobOptions, train
 from foxhunt.memory.oom import parse_budget
 from foxhunt.quant import QATConfig
 from foxhunt.report import write_report
@@ -32,7 +33,6 @@ from foxhunt.training.distributed import (
     main_decides,
     quiet_other_ranks,
 )
-from foxhunt.training.job import JobOptions, train
 
 log = logging.getLogger("foxhunt.train")
 

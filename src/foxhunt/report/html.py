@@ -10,12 +10,12 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from foxhunt.jobs.train import JobResult
 from foxhunt.report.collect import ReportData, collect, collect_from
 from foxhunt.report.figures import FIGURES
 from foxhunt.runs import REPORT_DIR
 from foxhunt.storage import atomic_write_bytes
 from foxhunt.task import results_table
-from foxhunt.training.job import JobResult
 
 log = logging.getLogger("foxhunt.report")
 

@@ -14,6 +14,7 @@ from torch import nn
 
 from foxhunt.baselines import fit_baselines
 from foxhunt.data import PreparedData, prepare_data
+from foxhunt.jobs.resume import checkpoint_location, load_saved_preprocessor
 from foxhunt.memory import MemoryProfiler
 from foxhunt.memory.oom import REPLAN_FRACTION, budget_bytes, fit_with_oom_guard
 from foxhunt.model.config import TFTConfig
@@ -63,7 +64,6 @@ from foxhunt.training.finite import check_finite_forecasts
 from foxhunt.training.guards import check_early_stopping
 from foxhunt.training.memory import plan_trainer, report_checkpointing
 from foxhunt.training.precision import autocast_dtype
-from foxhunt.training.resume import checkpoint_location, load_saved_preprocessor
 from foxhunt.training.trainer import Trainer
 from foxhunt.transforms import apply_model_transforms, checkpointed_segments
 
