@@ -55,3 +55,32 @@ def test_the_handed_on_report_is_the_reloaded_one(bars: Path, tmp_path: Path) ->
     np.testing.assert_array_equal(handed.forecasts, reloaded.forecasts)
     np.testing.assert_array_equal(handed.attention, reloaded.attention)
     assert handed.metrics == reloaded.metrics
+
+
+@pytest.mark.parametrize("command", ["predict", "evaluate"])
+def test_predict_and_evaluate_check_the_bars_once(
+    command: str, bars: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from foxhunt.data import io as data_io
+    from foxhunt.data import preprocess
+
+    run = tmp_path / "run"
+    args = ["train", "--parquet-file", str(bars), *TINY_CLI, "--max-steps-per-epoch", "2"]
+    assert main([*args, "--epochs", "1", "--no-report", "--output-dir", str(run)]) == 0
+    calls: dict[str, int] = {"validate": 0, "normalize": 0}
+
+    def counted(name: str, function):  # type: ignore[no-untyped-def]
+        def wrapper(*a, **k):  # type: ignore[no-untyped-def]
+            calls[name] += 1
+            return function(*a, **k)
+
+        return wrapper
+
+    for module in (data_io, preprocess):
+        if hasattr(module, "validate_bars"):
+            monkeypatch.setattr(module, "validate_bars", counted("validate", module.validate_bars))
+        monkeypatch.setattr(
+            module, "normalize_timestamps", counted("normalize", module.normalize_timestamps)
+        )
+    assert main([command, str(run), "--parquet-file", str(bars)]) == 0
+    assert calls == {"validate": 1, "normalize": 1}

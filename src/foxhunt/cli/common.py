@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from foxhunt.data import read_bars
+from foxhunt.data.io import read_normalized
 from foxhunt.errors import FoxhuntError
 
 
@@ -50,7 +50,8 @@ def add_data_file_arguments(parser: argparse.ArgumentParser, *, required: bool) 
 def read_frame(args: argparse.Namespace, preprocessor_timezone: str | None = None) -> pd.DataFrame:
     if args.data_file is None:
         raise FoxhuntError("pass the bars to use with --parquet-file FILE")
-    return read_bars(
+    # validated once, by the run's preprocessor (with the window's row minimum)
+    return read_normalized(
         args.data_file,
         timezone=args.timezone or preprocessor_timezone,
         timestamp_column=args.timestamp_column,

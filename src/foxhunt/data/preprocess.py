@@ -87,9 +87,12 @@ class Preprocessor:
         valid = validate_bars(
             frame, source=source, min_rows=min_rows, extra_columns=self.spec.user_columns
         )
-        valid["timestamp"] = normalize_timestamps(
-            valid["timestamp"], timezone=self.timezone, column="timestamp", source=source
-        )
+        times = valid["timestamp"]
+        # read_normalized already parsed them into this timezone: parse and check only once
+        if not (isinstance(times.dtype, pd.DatetimeTZDtype) and str(times.dt.tz) == self.timezone):
+            valid["timestamp"] = normalize_timestamps(
+                times, timezone=self.timezone, column="timestamp", source=source
+            )
         codes = self.symbols.encode(valid["symbol"].to_numpy(), source=source)
         return EncodedFrame.build(valid, self.spec, timezone=self.timezone, codes=codes)
 
