@@ -32,9 +32,9 @@ from torch import nn
 from foxhunt import TFTBatch, TFTConfig
 from foxhunt.data import DataConfig, prepare_data
 from foxhunt.errors import FoxhuntError
+from foxhunt.exports.int8 import export_run, load_export
 from foxhunt.jobs.train import JobOptions, train
 from foxhunt.quant import QATConfig
-from foxhunt.quant.export import export_run, load_export
 from foxhunt.quant.kernel import available as int8_kernel
 from foxhunt.runs import BASELINE_FILE, INT8_WEIGHTS_FILE, WEIGHTS_FILE, RunConfig, read_json
 from foxhunt.serving import load_run

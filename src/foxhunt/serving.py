@@ -1,7 +1,7 @@
 """Open a trained model folder for forecasting: a run folder or its int8 export, one door.
 
 This is the one place that tells the two apart. It sits above both ``foxhunt.runs`` (which
-knows nothing of quantization) and ``foxhunt.quant.export`` (which reads runs through
+knows nothing of quantization) and ``foxhunt.exports.int8`` (which reads runs through
 ``foxhunt.runs``), so neither imports the other back.
 """
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from foxhunt.quant.export import load_export, load_trained_run
+from foxhunt.exports.int8 import load_export, load_trained_run
 from foxhunt.runs import LoadedRun, is_export
 
 

@@ -15,8 +15,8 @@ from safetensors.torch import load_file
 from foxhunt.cli import main
 from foxhunt.data import generate_bars
 from foxhunt.errors import FoxhuntError
+from foxhunt.exports.int8 import export_run, load_export
 from foxhunt.quant import convert, quantize_dynamic, schedule_of
-from foxhunt.quant.export import export_run, load_export
 from foxhunt.quant.guard import saturation
 from foxhunt.quant.kernel import available
 from foxhunt.runs import INT8_WEIGHTS_FILE
@@ -205,7 +205,7 @@ def test_export_without_the_int8_kernel_warns_what_it_costs(
         assert main(["predict", str(tmp_path / "e"), "--parquet-file", str(bars_file)]) == 2
         assert "no VNNI" in capsys.readouterr().err
         return
-    with caplog.at_level(logging.WARNING, logger="foxhunt.quant.export"):
+    with caplog.at_level(logging.WARNING, logger="foxhunt.exports.int8"):
         load_export(tmp_path / "e")
     assert "torch.ao's int8 layers compute this export" in caplog.text
     assert "2x slower for one window" in caplog.text

@@ -37,7 +37,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from foxhunt.quant.export import export_run
+    from foxhunt.exports.int8 import export_run
     from foxhunt.runs import EXPORT_DIRS
 
     output = args.output or args.run_dir / EXPORT_DIRS[args.mode]

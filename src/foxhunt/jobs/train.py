@@ -14,6 +14,7 @@ from torch import nn
 
 from foxhunt.baselines import fit_baselines
 from foxhunt.data import PreparedData, prepare_data
+from foxhunt.exports.int8 import run_qat_config, save_qat_config
 from foxhunt.jobs.resume import checkpoint_location, load_saved_preprocessor
 from foxhunt.memory import MemoryProfiler
 from foxhunt.memory.oom import REPLAN_FRACTION, budget_bytes, fit_with_oom_guard
@@ -21,7 +22,6 @@ from foxhunt.model.config import TFTConfig
 from foxhunt.model.factory import build_model
 from foxhunt.model.size import check_step_fits_in_memory
 from foxhunt.quant import QATConfig
-from foxhunt.quant.export import run_qat_config, save_qat_config
 from foxhunt.quant.schedule import observers_paused
 from foxhunt.runs import (
     FORECASTS_FILE,

@@ -139,7 +139,7 @@ class Int8Linear(nn.Module):
         if kernel is None:
             raise RuntimeError(
                 "foxhunt's int8 kernel is not available here; load the export with "
-                "foxhunt.quant.export.load_export, which falls back to torch.ao's layers"
+                "foxhunt.exports.int8.load_export, which falls back to torch.ao's layers"
             )
         self.kernel = kernel
 

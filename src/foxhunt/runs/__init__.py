@@ -4,7 +4,7 @@ preprocessing; ``results.py`` history, baselines and metrics; ``folder.py`` the 
 lock and the --overwrite swap; ``identity.py`` which run, on which data; ``checks.py``
 refuses damaged files.
 
-Nothing here knows quantization: quant/export.py imports this package, and
+Nothing here knows quantization: exports/int8.py imports this package, and
 foxhunt/serving.py (above both) opens a run or its int8 export.
 """
 

@@ -16,7 +16,7 @@
       int8/, int8-dynamic/    `foxhunt export`'s default folders (see EXPORT_DIRS)
 
 An export folder holds config.json, preprocessor.json and baseline.json copied from the
-run, plus quantization.json and model_int8.safetensors (quant/export.py writes them).
+run, plus quantization.json and model_int8.safetensors (exports/int8.py writes them).
 """
 
 from __future__ import annotations

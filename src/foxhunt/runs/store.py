@@ -2,7 +2,7 @@
 rebuilds the model (files.py lists what it holds).
 
 Quantization stays outside: a QAT run's qat.json is stored here as plain JSON, and
-``load_run_folder`` takes the transform to re-apply as ``prepare``; quant/export.py reads
+``load_run_folder`` takes the transform to re-apply as ``prepare``; exports/int8.py reads
 runs through this package, and foxhunt/serving.py chooses between a run and an export.
 """
 
