@@ -21,11 +21,14 @@ from foxhunt.runs.files import (
     IDENTITY_FILE,
     INT8_WEIGHTS_FILE,
     METRICS_FILE,
+    ONNX_MODEL_FILE,
+    ONNX_SPEC_FILE,
     PREPROCESSOR_FILE,
     QAT_FILE,
     REPORT_DIR,
     WEIGHTS_FILE,
     is_export,
+    is_onnx_export,
 )
 from foxhunt.runs.folder import Mode, RunFolder, check_output_path, holds_run
 from foxhunt.runs.identity import (
@@ -67,6 +70,8 @@ __all__ = [
     "IDENTITY_FILE",
     "INT8_WEIGHTS_FILE",
     "METRICS_FILE",
+    "ONNX_MODEL_FILE",
+    "ONNX_SPEC_FILE",
     "PREPROCESSOR_FILE",
     "QAT_FILE",
     "REPORT_DIR",
@@ -82,6 +87,7 @@ __all__ = [
     "clear_history",
     "holds_run",
     "is_export",
+    "is_onnx_export",
     "load_run_folder",
     "new_identity",
     "read_baseline_state",

@@ -13,10 +13,12 @@
       history.jsonl           one line per epoch (and memory events)
       checkpoints/            the trainer's checkpoints (unless --checkpoint-storage)
       report/                 `foxhunt report`'s HTML and figures
-      int8/, int8-dynamic/    `foxhunt export`'s default folders (see EXPORT_DIRS)
+      int8/, int8-dynamic/, onnx/   `foxhunt export`'s default folders (see EXPORT_DIRS)
 
 An export folder holds config.json, preprocessor.json and baseline.json copied from the
-run, plus quantization.json and model_int8.safetensors (exports/int8.py writes them).
+run, plus quantization.json and model_int8.safetensors (exports/int8.py writes them). An
+ONNX export folder holds the same three copies plus model.onnx and onnx_export.json
+(exports/onnx.py, docs/export.md).
 """
 
 from __future__ import annotations
@@ -36,8 +38,10 @@ CHECKPOINTS_DIR = "checkpoints"
 REPORT_DIR = "report"
 EXPORT_FILE = "quantization.json"
 INT8_WEIGHTS_FILE = "model_int8.safetensors"
+ONNX_MODEL_FILE = "model.onnx"
+ONNX_SPEC_FILE = "onnx_export.json"
 #: `foxhunt export`'s default folder inside the run, by export mode
-EXPORT_DIRS = {"qat": "int8", "dynamic": "int8-dynamic"}
+EXPORT_DIRS = {"qat": "int8", "dynamic": "int8-dynamic", "onnx": "onnx"}
 
 # Any of these makes a folder a run: a guard that looked at checkpoints/ alone let a new
 # run silently replace a finished run's weights once that folder was deleted.
@@ -65,3 +69,9 @@ OWNED_ENTRIES = (
 def is_export(folder: Path) -> bool:
     """An int8 export folder (foxhunt export) rather than a run folder."""
     return (Path(folder) / EXPORT_FILE).is_file()
+
+
+def is_onnx_export(folder: Path) -> bool:
+    """An ONNX export folder (foxhunt export --onnx): its spec file or its model is there."""
+    folder = Path(folder)
+    return (folder / ONNX_SPEC_FILE).is_file() or (folder / ONNX_MODEL_FILE).is_file()

@@ -1,0 +1,368 @@
+"""The FP32 ONNX export of a run folder, and its loader (ONNX Runtime, CPU).
+
+    EXPORT_DIR/
+      config.json          the run's config (data, model, training)
+      preprocessor.json    the run's fitted preprocessing
+      baseline.json        the run's historical baseline (for evaluate)
+      model.onnx           the FP32 graph: dynamic batch axis, output ``quantiles`` [B, H, Q]
+      onnx_export.json     what a consumer in another language needs (docs/export.md)
+
+The graph is traced from the model built by ``build_model`` with its weights, in eval mode;
+the variable selection's per-variable GRNs run as plain, out-of-place tensor ops for the trace
+(the same math as the fused C++ kernel and its blocked ATen twin, whose row blocks and
+in-place writes a trace would freeze at the example's batch size). ``foxhunt predict`` and
+``foxhunt evaluate`` take the folder in place of the run folder (``foxhunt.serving``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import types
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from foxhunt.batch import TFTBatch
+from foxhunt.data.volatility import SIGNAL_LIMIT
+from foxhunt.errors import FoxhuntError
+from foxhunt.model.variable_grns import VariableGRNs
+from foxhunt.runs import (
+    BASELINE_FILE,
+    CONFIG_FILE,
+    ONNX_MODEL_FILE,
+    ONNX_SPEC_FILE,
+    PREPROCESSOR_FILE,
+    LoadedRun,
+    RunConfig,
+    is_export,
+    is_onnx_export,
+    load_run_folder,
+    read_json,
+    read_qat_state,
+    read_run_config,
+    read_run_preprocessor,
+    versions,
+)
+from foxhunt.storage import atomic_write_bytes, atomic_write_json
+
+FORMAT = 1
+DEFAULT_OPSET = 18
+OUTPUT = "quantiles"
+#: every input the model may take, in this order
+INPUTS = ("static", "past", "future", "static_categorical", "scale", "vol_signal")
+
+
+def used_inputs(config: RunConfig) -> tuple[str, ...]:
+    """The inputs this model reads: empty static/future tensors and the absent optional ones
+    are left out of the graph."""
+    m = config.model
+    used = {
+        "static": m.num_static > 0,
+        "past": True,
+        "future": m.num_future > 0,
+        "static_categorical": m.num_static_categorical > 0,
+        "scale": m.output == "baseline",
+        "vol_signal": m.vol_signals > 0,
+    }
+    return tuple(name for name in INPUTS if used[name])
+
+
+def input_shapes(config: RunConfig) -> dict[str, list[int | str]]:
+    m = config.model
+    return {
+        "static": ["batch", m.num_static],
+        "past": ["batch", m.lookback, m.num_past],
+        "future": ["batch", m.horizon, m.num_future],
+        "static_categorical": ["batch", m.num_static_categorical],
+        "scale": ["batch", m.horizon],
+        "vol_signal": ["batch", m.vol_signals],
+    }
+
+
+class _Graph(nn.Module):
+    """The model as a function of named tensors (what the trace sees)."""
+
+    def __init__(self, model: nn.Module, names: tuple[str, ...], config: RunConfig) -> None:
+        super().__init__()
+        self.model, self.names, self.config = model, names, config
+
+    def forward(self, *tensors: Tensor) -> Tensor:
+        given = dict(zip(self.names, tensors, strict=True))
+        past = given["past"]
+        m = self.config.model
+        static = given.get("static")
+        if static is None:
+            static = past.new_zeros(past.shape[0], 0)
+        future = given.get("future")
+        if future is None:
+            future = past.new_zeros(past.shape[0], m.horizon, 0)
+        batch = TFTBatch(
+            static=static,
+            past=past,
+            future=future,
+            static_categorical=given.get("static_categorical"),
+            scale=given.get("scale"),
+            vol_signal=given.get("vol_signal"),
+        )
+        quantiles: Tensor = self.model(batch).quantiles
+        return quantiles
+
+
+def _plain_grns(self: VariableGRNs, z: Tensor, in_weight: Tensor, weights: Tensor) -> Tensor:
+    """VariableGRNs.forward in eval mode as out-of-place ops on the whole batch (fused_grns'
+    math: [eta_2, 1] = ELU(z W), [eta_1, 1] = [eta_2, 1] fc2, GLU + skip, LayerNorm, sum)."""
+    g, d = self.hidden_size, self.output_size
+    ones = torch.ones_like(self.fc2_bias[:, :1]).unsqueeze(1)  # [n, 1, 1]
+    fc2 = torch.cat([self.fc2_weight, self.fc2_bias.unsqueeze(1)], 1)  # [n, g + 1, g]
+    carry = torch.cat([torch.zeros_like(fc2[..., :g, :1]), ones], 1)  # [n, g + 1, 1]
+    fc2 = torch.cat([fc2, carry], -1)  # [n, g + 1, g + 1]
+    glu = torch.cat([self.glu_weight, self.glu_bias.unsqueeze(1)], 1)  # [n, g + 1, 2d]
+    a2 = F.elu(torch.bmm(z, in_weight[..., : g + 1]))
+    gl = torch.bmm(torch.bmm(a2, fc2), glu)  # [n, R, 2d]
+    y = F.glu(gl, dim=-1) + torch.bmm(z, in_weight[..., g + 1 :])  # [n, R, d]
+    normed = F.layer_norm(y, (d,), None, None, 1e-5) * self.norm_weight.unsqueeze(1)
+    out = (normed * weights.t().unsqueeze(-1)).sum(0)  # [R, d]
+    return out + weights @ self.norm_bias
+
+
+@contextlib.contextmanager
+def _traceable(model: nn.Module) -> Iterator[None]:
+    """Swap the plain GRNs in for the fused op while tracing; the C++ kernels stay off."""
+    swapped = [m for m in model.modules() if isinstance(m, VariableGRNs)]
+    old = os.environ.get("FOXHUNT_FUSED_KERNEL")
+    os.environ["FOXHUNT_FUSED_KERNEL"] = "0"
+    for m in swapped:
+        m.forward = types.MethodType(_plain_grns, m)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        for m in swapped:
+            del m.forward
+        if old is None:
+            os.environ.pop("FOXHUNT_FUSED_KERNEL", None)
+        else:
+            os.environ["FOXHUNT_FUSED_KERNEL"] = old
+
+
+def _example(config: RunConfig, names: tuple[str, ...], batch: int) -> tuple[Tensor, ...]:
+    shapes = input_shapes(config)
+    gen = torch.Generator().manual_seed(0)
+    tensors = []
+    for name in names:
+        shape = [batch, *(int(s) for s in shapes[name][1:])]
+        if name == "static_categorical":
+            cards = torch.tensor(config.model.static_cardinalities).expand(batch, -1)
+            tensors.append((torch.rand(shape, generator=gen) * cards).long())
+        elif name == "scale":
+            tensors.append(torch.rand(shape, generator=gen) + 0.5)
+        else:
+            tensors.append(torch.randn(shape, generator=gen))
+    return tuple(tensors)
+
+
+def export_onnx(run_dir: Path, output: Path, *, opset: int = DEFAULT_OPSET) -> dict[str, Any]:
+    """Write the FP32 ONNX export of the run folder ``run_dir`` to ``output``; returns its
+    onnx_export.json."""
+    run_dir, output = Path(run_dir), Path(output)
+    if is_export(run_dir) or is_onnx_export(run_dir):
+        raise FoxhuntError(f"{run_dir} is already an export; pass the run folder")
+    if read_qat_state(run_dir) is not None:
+        raise FoxhuntError(
+            f"{run_dir} is a QAT run: export it with `foxhunt export --int8` (the ONNX export "
+            "takes FP32 runs)"
+        )
+    if output.resolve() == run_dir.resolve():
+        raise FoxhuntError("--output must differ from the run folder")
+    loaded = load_run_folder(run_dir, device="cpu")
+    config, model = loaded.config, loaded.model.eval()
+    names = used_inputs(config)
+    graph = _Graph(model, names, config).eval()
+    batch = torch.export.Dim("batch", min=1)
+    with _traceable(model), torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        program = torch.onnx.export(
+            graph,
+            _example(config, names, 3),
+            input_names=list(names),
+            output_names=[OUTPUT],
+            dynamic_shapes=(tuple({0: batch} for _ in names),),
+            opset_version=opset,
+            dynamo=True,
+            optimize=True,
+            verbose=False,
+        )
+    assert program is not None
+    output.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        program.save(Path(tmp) / ONNX_MODEL_FILE)
+        blob = (Path(tmp) / ONNX_MODEL_FILE).read_bytes()
+    atomic_write_bytes(output / ONNX_MODEL_FILE, blob)
+    for name in (CONFIG_FILE, PREPROCESSOR_FILE, BASELINE_FILE):
+        if (run_dir / name).is_file():
+            atomic_write_bytes(output / name, (run_dir / name).read_bytes())
+    spec = _spec(config, loaded.preprocessor.state_dict(), names, opset, run_dir)
+    atomic_write_json(output / ONNX_SPEC_FILE, spec)
+    return spec
+
+
+def _spec(
+    config: RunConfig, pre: dict[str, Any], names: tuple[str, ...], opset: int, source: Path
+) -> dict[str, Any]:
+    m = config.model
+    shapes = input_shapes(config)
+    observed = pre["scaler"]["names"]
+    known = observed[len(observed) - m.num_future :] if m.num_future else []
+    profile = pre.get("profile")
+    return {
+        "format": FORMAT,
+        "opset": opset,
+        "source": str(source),
+        "versions": versions(),
+        "inputs": [
+            {
+                "name": n,
+                "shape": shapes[n],
+                "dtype": "int64" if n == "static_categorical" else "float32",
+            }
+            for n in names
+        ],
+        "output": {"name": OUTPUT, "shape": ["batch", m.horizon, len(m.quantiles)],
+                   "dtype": "float32"},  # fmt: skip
+        "lookback": m.lookback,
+        "horizon": m.horizon,
+        "quantiles": list(m.quantiles),
+        "output_form": m.output,
+        "features": {"past": list(observed), "future": list(known), "target": "log_return"},
+        "scaler": {"names": list(observed), "mean": pre["scaler"]["mean"],
+                   "std": pre["scaler"]["std"]},  # fmt: skip
+        "target_scale": pre["target_scaler"]["scale"],
+        "symbols": pre["symbols"]["categories"],
+        "bar_spacing_ns": pre["bar_spacing_ns"],
+        "max_gap_ns": pre["max_gap_ns"],
+        "timezone": pre["timezone"],
+        "volatility": {
+            "profile": profile,
+            "baseline_window": pre.get("baseline_window"),
+            "fast_window": pre.get("fast_window", 0),
+            "signal_limit": SIGNAL_LIMIT,
+            "formulas": {
+                "past": "(x - mean) / std per feature, features in features.past order",
+                "future": "the known (calendar) features of the next H bars, scaled likewise",
+                "adjusted": "r[t] / profile.values[minute_of_day(t) // bucket_minutes]; "
+                "r = log return, NaN across a gap > max_gap_ns",
+                "base_vol": "sqrt(mean of adjusted^2 over the last baseline_window bars, "
+                ">= baseline_window // 2 finite) / target_scale",
+                "scale": "scale[b, h] = base_vol[anchor] * profile(minute of bar anchor+1+h)",
+                "vol_signal": "clip(log(fast_vol / base_vol), -signal_limit, signal_limit), "
+                "fast_vol as base_vol over fast_window bars; 0 where not finite",
+                "quantiles": "log-return quantiles = output * target_scale "
+                "(basis points: * 1e4)",
+            },
+        },
+        "preprocessor": PREPROCESSOR_FILE,
+    }
+
+
+@dataclass(frozen=True)
+class OnnxOutput:
+    """What the ONNX model returns: ``quantiles`` [B, H, Q] (as TFTOutput's)."""
+
+    quantiles: Tensor
+
+
+class OnnxModel(nn.Module):
+    """model.onnx under ONNX Runtime (CPU), called like the TFT: forward(TFTBatch)."""
+
+    def __init__(self, path: Path, spec: dict[str, Any]) -> None:
+        super().__init__()
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = max(1, torch.get_num_threads())
+        try:
+            self.session = ort.InferenceSession(
+                str(path), options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:  # onnxruntime raises its own exception types
+            raise FoxhuntError(f"{path} is damaged ({type(exc).__name__})") from None
+        self.spec = spec
+        self.names = tuple(i.name for i in self.session.get_inputs())
+        expected = [i["name"] for i in spec["inputs"]]
+        if list(self.names) != expected:
+            raise FoxhuntError(f"{path}: inputs {list(self.names)} differ from {ONNX_SPEC_FILE}'s")
+
+    def predict(self, batch: TFTBatch) -> OnnxOutput:
+        feeds: dict[str, np.ndarray] = {}
+        for name in self.names:
+            value = getattr(batch, name)
+            if value is None:
+                raise ValueError(f"batch.{name}: this model needs it, got None")
+            dtype = np.int64 if name == "static_categorical" else np.float32
+            feeds[name] = value.detach().cpu().numpy().astype(dtype, copy=False)
+        (out,) = self.session.run([OUTPUT], feeds)
+        return OnnxOutput(quantiles=torch.from_numpy(out))
+
+    def forward(self, batch: TFTBatch) -> OnnxOutput:
+        return self.predict(batch)
+
+
+def read_spec(folder: Path) -> dict[str, Any]:
+    path = Path(folder) / ONNX_SPEC_FILE
+    if not path.is_file():
+        raise FoxhuntError(f"{path} not found: the export did not finish")
+    try:
+        spec = read_json(path)
+    except (ValueError, OSError, FoxhuntError) as exc:
+        raise FoxhuntError(f"{path} is damaged ({exc})") from None
+    if not isinstance(spec, dict) or spec.get("format") != FORMAT:
+        raise FoxhuntError(f"{path}: unknown export format; re-export the run")
+    return spec
+
+
+def load_onnx(folder: Path) -> OnnxModel:
+    """The ONNX model of an export folder (``.predict(batch)``)."""
+    folder = Path(folder)
+    spec = read_spec(folder)
+    path = folder / ONNX_MODEL_FILE
+    if not path.is_file():
+        raise FoxhuntError(f"{path} not found: the export did not finish")
+    return OnnxModel(path, spec)
+
+
+def load_onnx_run(folder: Path, *, device: str | torch.device = "cpu") -> LoadedRun:
+    """An ONNX export folder as a run: its config, ONNX Runtime model and preprocessing."""
+    folder = Path(folder)
+    if torch.device(device).type != "cpu":
+        raise FoxhuntError(f"{folder} is an ONNX export: it runs on the CPU only")
+    model = load_onnx(folder)
+    config = read_run_config(folder)
+    spec = model.spec
+    m = config.model
+    for key, want in (("lookback", m.lookback), ("horizon", m.horizon)):
+        if spec.get(key) != want:
+            raise FoxhuntError(
+                f"{folder / ONNX_SPEC_FILE}: {key} {spec.get(key)} differs from "
+                f"{CONFIG_FILE}'s {want}; re-export the run"
+            )
+    if spec.get("quantiles") != list(m.quantiles):
+        raise FoxhuntError(f"{folder / ONNX_SPEC_FILE}: quantiles differ from {CONFIG_FILE}'s")
+    shapes = input_shapes(config)
+    for given in model.session.get_inputs():
+        dims = [d if isinstance(d, int) else "batch" for d in given.shape]
+        if dims != shapes.get(given.name):
+            raise FoxhuntError(
+                f"{folder / ONNX_MODEL_FILE}: input {given.name} has shape {dims}, "
+                f"{CONFIG_FILE} says {shapes.get(given.name)}; re-export the run"
+            )
+    preprocessor = read_run_preprocessor(folder, config)
+    return LoadedRun(config=config, model=model, preprocessor=preprocessor)
+
