@@ -60,6 +60,7 @@ RANGES: dict[str, Range] = {
     "--lookback": Range(1, 100_000),
     "--horizon": Range(1, 10_000),
     "--epochs": Range(1, 1_000_000),
+    "--opset": Range(18, 30),
     "--attention-heads": Range(1, 4096),
 }
 

@@ -30,7 +30,9 @@ log = logging.getLogger("foxhunt.evaluate")
 def register(sub: Any) -> None:
     p = sub.add_parser("evaluate", help="metrics of a trained run on a file")
     p.add_argument(
-        "run_dir", type=Path, help="folder of a trained run, or its int8 export (foxhunt export)"
+        "run_dir",
+        type=Path,
+        help="folder of a trained run, or its int8 or ONNX export (foxhunt export)",
     )
     add_data_file_arguments(p, required=True)
     p.add_argument("--json", type=Path, default=None, help="also write the metrics as JSON")

@@ -1,4 +1,4 @@
-"""`foxhunt export`: an int8 model folder that `predict` and `evaluate` take as a run folder."""
+"""`foxhunt export`: an int8 or ONNX model folder that `predict` and `evaluate` take as a run folder."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "export",
-        help="write an int8 CPU model of a trained run",
-        description="Write an int8 export of RUN_DIR: pass the export folder to "
+        help="write an int8 CPU model or an ONNX model of a trained run",
+        description="Write an int8 or ONNX export of RUN_DIR: pass the export folder to "
         "`foxhunt predict` / `foxhunt evaluate` in place of the run folder.",
     )
     p.add_argument("run_dir", type=Path, help="folder of a trained run")
@@ -30,22 +30,48 @@ def register(sub: Any) -> None:
         const="dynamic",
         help="post-training dynamic int8 of an FP32 run (for comparison)",
     )
+    mode.add_argument(
+        "--onnx",
+        dest="mode",
+        action="store_const",
+        const="onnx",
+        help="FP32 ONNX model of an FP32 run, run by ONNX Runtime (docs/export.md)",
+    )
+    p.add_argument("--opset", type=int, default=None, help="ONNX opset of --onnx (default 18)")
     p.add_argument(
-        "--output", type=Path, default=None, help="export folder (default: RUN_DIR/int8[-dynamic])"
+        "--output",
+        type=Path,
+        default=None,
+        help="export folder (default: RUN_DIR/int8[-dynamic] or RUN_DIR/onnx)",
     )
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from foxhunt.errors import FoxhuntError
     from foxhunt.exports.int8 import export_run
     from foxhunt.runs import EXPORT_DIRS
 
     output = args.output or args.run_dir / EXPORT_DIRS[args.mode]
+    if args.mode == "onnx":
+        return _onnx(args, output)
+    if args.opset is not None:
+        raise FoxhuntError("--opset goes with --onnx")
     spec = export_run(args.run_dir, output, mode=args.mode)
     sizes = spec["bytes"]
     print(
         f"int8 export ({spec['mode']}) written to {output}: {sizes['int8']:,} bytes, "
         f"{sizes['int8'] / sizes['fp32']:.1%} of the FP32 weights ({sizes['fp32']:,} bytes)"
     )
+    print(f"use it as a run folder: foxhunt predict {output} --parquet-file FILE")
+    return 0
+
+
+def _onnx(args: argparse.Namespace, output: Path) -> int:
+    from foxhunt.exports.onnx import DEFAULT_OPSET, export_onnx
+
+    spec = export_onnx(args.run_dir, output, opset=args.opset or DEFAULT_OPSET)
+    inputs = ", ".join(i["name"] for i in spec["inputs"])
+    print(f"ONNX export (FP32, opset {spec['opset']}) written to {output}: inputs {inputs}")
     print(f"use it as a run folder: foxhunt predict {output} --parquet-file FILE")
     return 0

@@ -206,12 +206,20 @@ def export_onnx(run_dir: Path, output: Path, *, opset: int = DEFAULT_OPSET) -> d
         program.save(Path(tmp) / ONNX_MODEL_FILE)
         blob = (Path(tmp) / ONNX_MODEL_FILE).read_bytes()
     atomic_write_bytes(output / ONNX_MODEL_FILE, blob)
+    opset = _opset(blob)  # what the graph holds
     for name in (CONFIG_FILE, PREPROCESSOR_FILE, BASELINE_FILE):
         if (run_dir / name).is_file():
             atomic_write_bytes(output / name, (run_dir / name).read_bytes())
     spec = _spec(config, loaded.preprocessor.state_dict(), names, opset, run_dir)
     atomic_write_json(output / ONNX_SPEC_FILE, spec)
     return spec
+
+
+def _opset(blob: bytes) -> int:
+    import onnx
+
+    proto = onnx.load_model_from_string(blob)
+    return max(o.version for o in proto.opset_import if o.domain in ("", "ai.onnx"))
 
 
 def _spec(
@@ -235,15 +243,21 @@ def _spec(
             }
             for n in names
         ],
-        "output": {"name": OUTPUT, "shape": ["batch", m.horizon, len(m.quantiles)],
-                   "dtype": "float32"},  # fmt: skip
+        "output": {
+            "name": OUTPUT,
+            "shape": ["batch", m.horizon, len(m.quantiles)],
+            "dtype": "float32",
+        },
         "lookback": m.lookback,
         "horizon": m.horizon,
         "quantiles": list(m.quantiles),
         "output_form": m.output,
         "features": {"past": list(observed), "future": list(known), "target": "log_return"},
-        "scaler": {"names": list(observed), "mean": pre["scaler"]["mean"],
-                   "std": pre["scaler"]["std"]},  # fmt: skip
+        "scaler": {
+            "names": list(observed),
+            "mean": pre["scaler"]["mean"],
+            "std": pre["scaler"]["std"],
+        },
         "target_scale": pre["target_scaler"]["scale"],
         "symbols": pre["symbols"]["categories"],
         "bar_spacing_ns": pre["bar_spacing_ns"],
@@ -264,8 +278,7 @@ def _spec(
                 "scale": "scale[b, h] = base_vol[anchor] * profile(minute of bar anchor+1+h)",
                 "vol_signal": "clip(log(fast_vol / base_vol), -signal_limit, signal_limit), "
                 "fast_vol as base_vol over fast_window bars; 0 where not finite",
-                "quantiles": "log-return quantiles = output * target_scale "
-                "(basis points: * 1e4)",
+                "quantiles": "log-return quantiles = output * target_scale (basis points: * 1e4)",
             },
         },
         "preprocessor": PREPROCESSOR_FILE,
@@ -364,5 +377,5 @@ def load_onnx_run(folder: Path, *, device: str | torch.device = "cpu") -> Loaded
                 f"{CONFIG_FILE} says {shapes.get(given.name)}; re-export the run"
             )
     preprocessor = read_run_preprocessor(folder, config)
-    return LoadedRun(config=config, model=model, preprocessor=preprocessor)
-
+    # duck-typed: forward(TFTBatch) -> .quantiles, all predict and evaluate read
+    return LoadedRun(config=config, model=model, preprocessor=preprocessor)  # type: ignore[arg-type]
