@@ -285,3 +285,23 @@ def test_only_job_runners_import_the_jobs() -> None:
         if layer_of(p) not in JOB_IMPORTERS and "jobs" in foxhunt_imports(p)
     )
     assert not found, found
+
+
+#: who may import the exporters: the door that opens a model folder, the doors, and the job
+#: (the QAT marker file, exports/int8.py); nothing below them
+EXPORTS_IMPORTERS = {"exports", "serving", "cli", "jobs"}
+
+
+def test_only_serving_and_the_doors_import_the_exports() -> None:
+    found = sorted(
+        str(p.relative_to(PACKAGE))
+        for p in PACKAGE.rglob("*.py")
+        if layer_of(p) not in EXPORTS_IMPORTERS and "exports" in foxhunt_imports(p)
+    )
+    assert not found, found
+    onnx = sorted(  # the ONNX exporter: only serving.py and `foxhunt export`
+        str(p.relative_to(PACKAGE))
+        for p in PACKAGE.rglob("*.py")
+        if "foxhunt.exports.onnx" in p.read_text() and layer_of(p) not in {"exports"}
+    )
+    assert onnx == ["cli/export.py", "serving.py"], onnx
