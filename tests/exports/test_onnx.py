@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import onnxruntime as ort
 import pandas as pd
 import pytest
 
@@ -18,6 +17,8 @@ from foxhunt.exports.onnx import load_onnx
 from foxhunt.runs import load_run_folder
 from foxhunt.serving import load_run
 from foxhunt.training.inference import predict_windows
+
+ort = pytest.importorskip("onnxruntime")  # the onnx extra
 
 SMALL = [
     "--lookback", "16", "--horizon", "4", "--hidden-size", "8", "--variable-hidden-size", "4",
