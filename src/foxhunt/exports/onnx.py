@@ -333,8 +333,8 @@ def read_spec(folder: Path) -> dict[str, Any]:
     if not path.is_file():
         raise FoxhuntError(f"{path} not found: the export did not finish")
     try:
-        spec = read_json(path)
-    except (ValueError, OSError, FoxhuntError) as exc:
+        spec = read_json(path)  # names the file itself when it is not JSON
+    except (ValueError, OSError) as exc:
         raise FoxhuntError(f"{path} is damaged ({exc})") from None
     if not isinstance(spec, dict) or spec.get("format") != FORMAT:
         raise FoxhuntError(f"{path}: unknown export format; re-export the run")
