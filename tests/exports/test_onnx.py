@@ -17,14 +17,11 @@ from foxhunt.exports.onnx import load_onnx
 from foxhunt.runs import load_run_folder
 from foxhunt.serving import load_run
 from foxhunt.training.inference import predict_windows
+from helpers import TINY_CLI
 
 ort = pytest.importorskip("onnxruntime")  # the onnx extra
 
-SMALL = [
-    "--lookback", "16", "--horizon", "4", "--hidden-size", "8", "--variable-hidden-size", "4",
-    "--attention-heads", "2", "--batch-size", "32", "--max-steps-per-epoch", "4",
-    "--patience", "0", "--seed", "3", "--no-report", "--epochs", "1",
-]  # fmt: skip
+SMALL = [*TINY_CLI, "--max-steps-per-epoch", "4", "--seed", "3", "--no-report", "--epochs", "1"]
 
 
 @pytest.fixture(scope="module")
