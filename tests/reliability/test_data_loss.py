@@ -125,6 +125,23 @@ def test_resume_refuses_a_changed_data_file(tmp_path: Path) -> None:
     refused([*args, "--resume", tmp_path / "run"], "bars.parquet", "not the data")
 
 
+def test_a_run_saved_before_identities_resumes_saying_the_data_is_unchecked(
+    finished: Path, bars_file: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import argparse
+
+    from foxhunt.cli.train import run_identity
+    from foxhunt.runs import read_run_config
+
+    config = read_run_config(finished)
+    (finished / "identity.json").unlink()  # as a run folder saved before identities
+    args = argparse.Namespace(resume=finished, data_file=bars_file)
+    with caplog.at_level("WARNING", logger="foxhunt"):
+        identity = run_identity(finished, config, args)
+    assert "cannot be checked" in caplog.text  # said, not silent
+    assert identity["data"]  # a fresh identity with this file's fingerprint, saved by the job
+
+
 def test_resume_from_a_step(finished: Path, bars_file: Path) -> None:
     args = ["train", "--parquet-file", bars_file, *SMALL, "--epochs", "2", "--resume", finished]
     refused([*args, "--resume-from", "7"], "--resume-from 7", "steps [")

@@ -277,4 +277,12 @@ def run_identity(workdir: Path, config: RunConfig, args: argparse.Namespace) -> 
     if identity is not None:
         check_same_data(identity, args.data_file)
         return identity
+    if args.resume is not None:  # a run saved before identities: say what is not checked
+        log.warning(
+            "%s has no identity.json (saved before runs had one): the bars cannot be checked "
+            "against those it was trained on; resuming with %s, which later resumes are "
+            "checked against",
+            workdir,
+            args.data_file or "the built-in synthetic bars",
+        )
     return new_identity(config.to_dict(), args.data_file)  # the job writes it with config.json
