@@ -221,9 +221,10 @@ def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None
             timezone=timezone,
             symbols=encoder,
         )
-    anchors = preprocessor.ready_anchors(encoded, index.anchors)
+    baseline = preprocessor.baseline(encoded)  # once for the warm-up and the windows
+    anchors = preprocessor.ready_anchors(index.anchors, baseline)
     _check_windows(replace(index, anchors=anchors), config, source)  # after the baseline warm-up
-    datasets = preprocessor.windows(encoded, anchors)
+    datasets = preprocessor.windows(encoded, anchors, baseline)
     summary = DataSummary(
         source=source,
         rows=len(encoded.times_ns),

@@ -111,24 +111,27 @@ class Preprocessor:
             fast_window=self.fast_window,
         )
 
+    @staticmethod
     def ready_anchors(
-        self, encoded: EncodedFrame, anchors: dict[str, np.ndarray]
+        anchors: dict[str, np.ndarray], baseline: BaselineRows | None
     ) -> dict[str, np.ndarray]:
-        """`anchors` less those still in the base volatility's warm-up (no NaN scale)."""
-        baseline = self.baseline(encoded)
+        """`anchors` less those still in the base volatility's warm-up (no NaN scale);
+        `baseline` is `self.baseline(encoded)` of the same frame."""
         if baseline is None:
             return anchors
         return {name: rows[baseline.ready[rows]] for name, rows in anchors.items()}
 
     def windows(
-        self, encoded: EncodedFrame, anchors: dict[str, np.ndarray]
+        self,
+        encoded: EncodedFrame,
+        anchors: dict[str, np.ndarray],
+        baseline: BaselineRows | None,
     ) -> dict[str, WindowDataset]:
         """One dataset per entry of `anchors` (from `ready_anchors`), all sharing one set of
-        storage tensors."""
+        storage tensors; `baseline` is `self.baseline(encoded)`, computed once by the caller."""
         values = torch.from_numpy(self.scaler.transform(encoded.features.inputs))
         targets = torch.from_numpy(self.target_scaler.transform(encoded.features.returns))
         codes = torch.from_numpy(encoded.symbol_codes.astype(np.int64))
-        baseline = self.baseline(encoded)
         volatility = profile = signal = None
         if baseline is not None:
             if not all(baseline.ready[rows].all() for rows in anchors.values()):
@@ -167,14 +170,15 @@ class Preprocessor:
             horizon=self.horizon,
             max_gap_ns=self.max_gap_ns,
         )
-        anchors = self.ready_anchors(encoded, {"all": index.anchors["train"]})
+        baseline = self.baseline(encoded)  # once: the rolling volatilities are the cost here
+        anchors = self.ready_anchors({"all": index.anchors["train"]}, baseline)
         if len(anchors["all"]) == 0:
             raise DataError(
                 f"{encoded.frame.attrs.get('source')}: no complete window of "
                 f"{self.lookback} + {self.horizon} bars without a gap over {self.max_gap} after "
                 "the rolling warm-up; use a longer file"
             )
-        return self.windows(encoded, anchors)["all"]
+        return self.windows(encoded, anchors, baseline)["all"]
 
     def latest(self, frame: pd.DataFrame) -> LatestWindows:
         """The latest `lookback` bars of each symbol and the known inputs of the next H bars.
@@ -186,9 +190,9 @@ class Preprocessor:
         encoded = self.encode(frame, min_rows=self.lookback)
         ends = np.flatnonzero(np.append(series_starts(encoded.symbol_codes)[1:], True))  # [B]
         rows = ends[:, None] + np.arange(-self.lookback + 1, 1)  # [B, L]
-        self._check_latest(encoded, rows)
-        future, future_times = self._future_known(encoded, ends)
         baseline = self.baseline(encoded)
+        self._check_latest(encoded, rows, baseline)
+        future, future_times = self._future_known(encoded, ends)
         scale = signal = None
         if baseline is not None and baseline.signal is not None:
             signal = torch.from_numpy(baseline.signal[ends][:, None].astype(np.float32))
@@ -209,12 +213,13 @@ class Preprocessor:
         names = tuple(self.symbols.categories[c] for c in encoded.symbol_codes[ends])
         return LatestWindows(batch, names, encoded.times[ends], future_times)
 
-    def _check_latest(self, encoded: EncodedFrame, rows: np.ndarray) -> None:
+    def _check_latest(
+        self, encoded: EncodedFrame, rows: np.ndarray, baseline: BaselineRows | None
+    ) -> None:
         """Each symbol's last L rows are its own and complete; warn if a gap lies inside."""
         source = encoded.frame.attrs.get("source")
         codes = encoded.symbol_codes
         complete = (codes[rows] == codes[rows[:, -1:]]).all(1) & encoded.finite[rows].all(1)
-        baseline = self.baseline(encoded)
         if baseline is not None:
             complete &= baseline.ready[rows[:, -1]]
         for b in np.flatnonzero(~complete):
