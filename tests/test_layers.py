@@ -162,15 +162,6 @@ def test_the_walker_sees_lazy_imports(tmp_path: Path) -> None:
     assert foxhunt_imports(source) == {"jobs", "cli"}
 
 
-def test_only_the_doors_import_the_backtest() -> None:
-    found = sorted(
-        str(p.relative_to(PACKAGE))
-        for p in PACKAGE.rglob("*.py")
-        if layer_of(p) not in BACKTEST_IMPORTERS and "backtest" in foxhunt_imports(p)
-    )
-    assert not found, found
-
-
 # --- circles -------------------------------------------------------------------------------
 
 
@@ -278,27 +269,25 @@ def test_the_circle_finder(tmp_path: Path) -> None:
     ]
 
 
-def test_only_job_runners_import_the_jobs() -> None:
-    found = sorted(
-        str(p.relative_to(PACKAGE))
-        for p in PACKAGE.rglob("*.py")
-        if layer_of(p) not in JOB_IMPORTERS and "jobs" in foxhunt_imports(p)
-    )
-    assert not found, found
-
-
 #: who may import the exporters: the door that opens a model folder, the doors, and the job
 #: (the QAT marker file, exports/int8.py); nothing below them
 EXPORTS_IMPORTERS = {"exports", "serving", "cli", "jobs"}
 
 
-def test_only_serving_and_the_doors_import_the_exports() -> None:
+@pytest.mark.parametrize(
+    ("layer", "importers"),
+    [("backtest", BACKTEST_IMPORTERS), ("jobs", JOB_IMPORTERS), ("exports", EXPORTS_IMPORTERS)],
+)
+def test_only_its_callers_import_a_layer(layer: str, importers: set[str]) -> None:
     found = sorted(
         str(p.relative_to(PACKAGE))
         for p in PACKAGE.rglob("*.py")
-        if layer_of(p) not in EXPORTS_IMPORTERS and "exports" in foxhunt_imports(p)
+        if layer_of(p) not in importers and layer in foxhunt_imports(p)
     )
     assert not found, found
+
+
+def test_only_serving_and_the_doors_import_the_onnx_exporter() -> None:
     onnx = sorted(  # the ONNX exporter: only serving.py and `foxhunt export`
         str(p.relative_to(PACKAGE))
         for p in PACKAGE.rglob("*.py")
