@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from foxhunt.cli import train as train_cli
+from foxhunt.data.sources import source_files
 from foxhunt.errors import ConfigError
-from foxhunt.input_path import check_readable_file
 
 log = logging.getLogger("foxhunt.backtest")
 
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     from foxhunt.backtest import BacktestConfig, CostModel, run_backtest
 
     if args.data_file is not None:
-        check_readable_file(args.data_file)
+        source_files(args.data_file)  # a file, or a folder or glob holding some
     if args.tick_size <= 0 or args.point_value <= 0:
         raise ConfigError("--tick-size and --point-value must be > 0")
     config = train_cli.run_config_from_args(args)

@@ -11,8 +11,8 @@ from typing import Any
 
 from foxhunt.cli.common import add_data_file_arguments, csv_tuple, float_tuple
 from foxhunt.cli.train_config import run_config_from_args
+from foxhunt.data.sources import source_files
 from foxhunt.errors import ConfigError
-from foxhunt.input_path import check_readable_file
 from foxhunt.jobs.train import JobOptions, train
 from foxhunt.memory.oom import parse_budget
 from foxhunt.quant import QATConfig
@@ -53,6 +53,19 @@ def register(sub: Any) -> None:
     d.add_argument("--test-fraction", type=float, default=0.15)
     d.add_argument("--observed-columns", type=csv_tuple, default=(), help="extra past inputs")
     d.add_argument("--known-columns", type=csv_tuple, default=(), help="extra known inputs")
+    d.add_argument(
+        "--contract-column",
+        default="auto",
+        help="column naming each bar's contract or expiry: each contract its own series; "
+        '"auto" = a column called contract or expiry; "none" = ignore (docs/data.md)',
+    )
+    d.add_argument(
+        "--roll-adjust",
+        default=None,
+        choices=["ratio", "difference"],
+        help="one back-adjusted series per symbol, rolling on the volume crossover, instead "
+        "of per-contract segments",
+    )
     d.add_argument(
         "--synthetic-days", type=int, default=60, help="days of built-in data without a file"
     )
@@ -229,7 +242,7 @@ def check_world_size(config: RunConfig, ctx: DistributedContext) -> None:
 def run(args: argparse.Namespace) -> int:
     config = run_config_from_args(args)
     if args.data_file is not None:  # before any folder is locked, created or replaced
-        check_readable_file(args.data_file)
+        source_files(args.data_file)  # a file, or a folder or glob holding some
     storage = args.checkpoint_storage
     if storage is not None and ("://" not in storage or storage.startswith("file://")):
         check_output_path(Path(storage.removeprefix("file://")), "--checkpoint-storage")

@@ -19,8 +19,14 @@ def checkpointing_mode(args: argparse.Namespace) -> str | tuple[str, ...]:
 
 def run_config_from_args(args: argparse.Namespace) -> RunConfig:
     max_gap = None if str(args.max_gap).lower() == "none" else args.max_gap
+    contracts = None if str(args.contract_column).lower() == "none" else args.contract_column
     data = DataConfig(
         path=args.data_file,
+        start=args.start,
+        end=args.end,
+        symbols=args.symbols,
+        contract_column=contracts,
+        roll_adjust=args.roll_adjust,
         timezone=args.timezone,
         timestamp_column=args.timestamp_column,
         lookback=args.lookback,

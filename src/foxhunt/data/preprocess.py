@@ -24,7 +24,7 @@ from foxhunt.data.encoded import EncodedFrame, FeatureSchema, LatestWindows
 from foxhunt.data.features import TARGET_NAME, FeatureSpec, calendar_features, series_starts
 from foxhunt.data.io import normalize_timestamps
 from foxhunt.data.scaling import CategoryEncoder, StandardScaler, TargetScaler
-from foxhunt.data.validate import validate_bars
+from foxhunt.data.series import validated_series
 from foxhunt.data.volatility import BaselineRows, IntradayProfile, baseline_rows, minute_of_day
 from foxhunt.data.windows import gap_flags, index_windows
 from foxhunt.errors import DataError
@@ -55,6 +55,8 @@ class Preprocessor:
     profile: IntradayProfile | None = None  # None: a version-1 run, no baseline scale
     baseline_window: int = 64  # bars of the rolling base volatility
     fast_window: int = 0  # bars of the fast volatility behind TFTBatch.vol_signal; 0 = none
+    contract_column: str | None = None  # DataConfig's setting ("auto", a name, None)
+    roll_adjust: str | None = None  # None: contracts as segments; "ratio" / "difference"
 
     @property
     def target_scale(self) -> float:
@@ -84,8 +86,13 @@ class Preprocessor:
     def encode(self, frame: pd.DataFrame, *, min_rows: int) -> EncodedFrame:
         """Validate `frame`, move it to the training timezone and compute its features."""
         source = str(frame.attrs.get("source", "the bars frame"))
-        valid = validate_bars(
-            frame, source=source, min_rows=min_rows, extra_columns=self.spec.user_columns
+        valid, contracts = validated_series(
+            frame,
+            source=source,
+            min_rows=min_rows,
+            extra_columns=self.spec.user_columns,
+            contract_column=self.contract_column,
+            roll_adjust=self.roll_adjust,
         )
         times = valid["timestamp"]
         # read_normalized already parsed them into this timezone: parse and check only once
@@ -94,7 +101,9 @@ class Preprocessor:
                 times, timezone=self.timezone, column="timestamp", source=source
             )
         codes = self.symbols.encode(valid["symbol"].to_numpy(), source=source)
-        return EncodedFrame.build(valid, self.spec, timezone=self.timezone, codes=codes)
+        return EncodedFrame.build(
+            valid, self.spec, timezone=self.timezone, codes=codes, contract_column=contracts
+        )
 
     def baseline(self, encoded: EncodedFrame) -> BaselineRows | None:
         """Per-row base volatility and profile (scaled units); None without a profile."""
@@ -103,11 +112,11 @@ class Preprocessor:
         return baseline_rows(
             encoded.features.returns,
             minute_of_day(encoded.times, self.timezone),
-            series_starts(encoded.symbol_codes),
+            series_starts(encoded.series_codes),
             profile=self.profile,
             window=self.baseline_window,
             target_scale=self.target_scale,
-            gaps=gap_flags(encoded.symbol_codes, encoded.times_ns, self.max_gap_ns),
+            gaps=gap_flags(encoded.series_codes, encoded.times_ns, self.max_gap_ns),
             fast_window=self.fast_window,
         )
 
@@ -162,7 +171,7 @@ class Preprocessor:
         """Every valid window of new bars (for `evaluate`), with targets, scaled as in training."""
         encoded = self.encode(frame, min_rows=self.lookback + self.horizon)
         index = index_windows(
-            encoded.symbol_codes,
+            encoded.series_codes,
             np.zeros(len(encoded.times_ns), dtype=np.int8),
             encoded.times_ns,
             encoded.finite,
@@ -218,12 +227,12 @@ class Preprocessor:
     ) -> None:
         """Each symbol's last L rows are its own and complete; warn if a gap lies inside."""
         source = encoded.frame.attrs.get("source")
-        codes = encoded.symbol_codes
+        codes = encoded.series_codes  # the last rows of the symbol's latest contract
         complete = (codes[rows] == codes[rows[:, -1:]]).all(1) & encoded.finite[rows].all(1)
         if baseline is not None:
             complete &= baseline.ready[rows[:, -1]]
         for b in np.flatnonzero(~complete):
-            name = self.symbols.categories[codes[rows[b, -1]]]
+            name = self.symbols.categories[encoded.symbol_codes[rows[b, -1]]]
             raise DataError(
                 f"{source}: symbol {name!r} has {int((codes == codes[rows[b, -1]]).sum())} bars; "
                 f"a forecast needs its last {self.lookback} with complete features, i.e. about "
@@ -276,6 +285,8 @@ class Preprocessor:
             "profile": None if self.profile is None else self.profile.state_dict(),
             "baseline_window": self.baseline_window,
             "fast_window": self.fast_window,
+            "contract_column": self.contract_column,
+            "roll_adjust": self.roll_adjust,
         }
 
     @classmethod
@@ -298,6 +309,8 @@ class Preprocessor:
             profile=None if profile is None else IntradayProfile.from_state_dict(profile),
             baseline_window=int(state.get("baseline_window", 64)),
             fast_window=int(state.get("fast_window", 0)),  # absent before it existed: none
+            contract_column=state.get("contract_column"),  # absent: contracts were ignored
+            roll_adjust=state.get("roll_adjust"),
         )
 
     def save(self, path: str | Path) -> None:
