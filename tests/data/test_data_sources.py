@@ -10,7 +10,13 @@ from foxhunt.data import DataConfig, PreparedData, generate_bars, prepare_data
 from foxhunt.data.sources import RowFilter, apply_filter, read_source, source_files
 from foxhunt.errors import ConfigError, DataError
 
-SMALL = {"lookback": 16, "horizon": 4, "volatility_windows": (6, 12), "baseline_window": 16, "fast_window": 8}
+SMALL = {
+    "lookback": 16,
+    "horizon": 4,
+    "volatility_windows": (6, 12),
+    "baseline_window": 16,
+    "fast_window": 8,
+}
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,10 @@ price difference out of every return the model sees or is scored on:
   and windows, so no window and no target spans two contracts. Overlapping contracts give
   two segments over the same times.
 - back-adjusted (`roll_adjust` "ratio" or "difference"): one series per symbol that holds the
-  active contract and switches to the next on the first calendar day (in the frame's
-  timezone) on which the next contract's volume exceeds the active one's (a volume
-  crossover). The roll's price gap is measured at the last bar before the switch that both
+  active contract and switches to the next at the start of the first session in which the
+  next contract's volume exceeds the active one's (a volume crossover; a session is a run of
+  bars between steps longer than 1.5x the median bar spacing, so the switch falls on a
+  reopening, where vendors' continuous series roll too). The roll's price gap is measured at the last bar before the switch that both
   contracts traded (without one: the old contract's last close against the new one's first
   open) and taken out of every earlier price: added (difference) or multiplied (ratio), so
   the latest prices are the real ones and the return at the switch is the new contract's own.
@@ -87,33 +88,48 @@ def contract_series_starts(
     return starts
 
 
-def _active_days(days: pd.DataFrame) -> dict[object, str]:
-    """Calendar day -> the contract the series holds that day (volume crossover)."""
-    order = list(days.columns)  # contracts in listing order
-    active = 0
-    chosen: dict[object, str] = {}
-    for day, volumes in days.iterrows():
+#: A step longer than this many median bar spacings ends a session (for the roll day).
+SESSION_GAP_FACTOR = 1.5
+
+
+def sessions(times_ns: np.ndarray) -> np.ndarray:
+    """[N] int64 session number of each time: sessions are runs of bars between steps longer
+    than SESSION_GAP_FACTOR x the median bar spacing (the daily break, a weekend)."""
+    distinct = np.unique(times_ns)
+    steps = np.diff(distinct)
+    spacing = np.median(steps) if len(steps) else 0
+    number = np.concatenate([[0], np.cumsum(steps > SESSION_GAP_FACTOR * spacing)])
+    return number[np.searchsorted(distinct, times_ns)]
+
+
+def _active(volume: pd.DataFrame) -> np.ndarray:
+    """[sessions] position of the contract the series holds in each session (its columns
+    are contracts in listing order): the next one from the first session it out-trades it."""
+    table = volume.to_numpy()
+    active, chosen = 0, np.empty(len(table), dtype=np.int64)
+    for i, row in enumerate(table):
         # roll on to the next contract (more than one if a contract was skipped over)
-        while active + 1 < len(order) and volumes.iloc[active + 1] > volumes.iloc[active]:
+        while active + 1 < len(row) and row[active + 1] > row[active]:
             active += 1
-        chosen[day] = order[active]
+        chosen[i] = active
     return chosen
 
 
 def _symbol_series(bars: pd.DataFrame, column: str, symbol: str) -> tuple[pd.DataFrame, list[Roll]]:
     """One symbol's bars (sorted by contract order, then time) -> its continuous series."""
     first = bars.groupby(column, sort=False)["timestamp"].min().sort_values(kind="stable")
-    day = bars["timestamp"].dt.date
-    volume = bars.pivot_table(index=day, columns=column, values="volume", aggfunc="sum")
+    session = sessions(pd.DatetimeIndex(bars["timestamp"]).as_unit("ns").asi8)
+    keys = [pd.Series(session, index=bars.index, name="session"), bars[column]]
+    volume = bars["volume"].groupby(keys).sum().unstack()  # [sessions, contracts]
     volume = volume.reindex(columns=first.index).fillna(0.0).sort_index()
-    active = _active_days(volume)
-    keep = (bars[column].to_numpy() == day.map(active).to_numpy()).astype(bool)
+    held = pd.Series(first.index.to_numpy()[_active(volume)], index=volume.index)
+    keep = bars[column].to_numpy() == held.reindex(session).to_numpy()
     series = bars.loc[keep].sort_values("timestamp", kind="stable")
     contracts = series[column].to_numpy()
     switches = np.flatnonzero(contracts[1:] != contracts[:-1]) + 1
     rolls = []
     for row in switches:
-        old, new = str(contracts[row - 1]), str(contracts[row])
+        old, new = contracts[row - 1], contracts[row]
         at = series["timestamp"].iloc[row]
         old_bars = bars[(bars[column] == old) & (bars["timestamp"] < at)].set_index("timestamp")
         new_bars = bars[(bars[column] == new) & (bars["timestamp"] <= at)].set_index("timestamp")
@@ -128,8 +144,8 @@ def _symbol_series(bars: pd.DataFrame, column: str, symbol: str) -> tuple[pd.Dat
             Roll(
                 symbol=symbol,
                 timestamp=at,
-                old=old,
-                new=new,
+                old=str(old),
+                new=str(new),
                 reference=ref,
                 gap=float(new_price - old_price),
                 ratio=float(new_price / old_price),
@@ -147,9 +163,9 @@ def back_adjust(
     for symbol, bars in frame.groupby("symbol", sort=True):
         series, found = _symbol_series(bars, column, str(symbol))
         prices = series[list(PRICES)].to_numpy(dtype=np.float64)
-        times = series["timestamp"].to_numpy()
+        times = pd.DatetimeIndex(series["timestamp"]).as_unit("ns").asi8
         for roll in found:  # every price before a roll, by that roll's gap
-            before = times < roll.timestamp.to_datetime64()
+            before = times < roll.timestamp.value
             if method == "ratio":
                 prices[before] *= roll.ratio
             else:

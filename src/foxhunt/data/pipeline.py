@@ -122,7 +122,12 @@ def fit_preprocessor(
         spec=spec,
         lookback=config.lookback,
         horizon=config.horizon,
-        scaler=StandardScaler.fit(names, encoded.features.inputs[train]),
+        scaler=StandardScaler.fit(
+            names,
+            encoded.features.inputs[train],
+            encoded.symbol_codes[train],
+            symbols.cardinality,
+        ),
         target_scaler=TargetScaler.fit(encoded.features.returns[train]),
         max_gap_ns=max_gap_ns,
         bar_spacing_ns=bar_spacing_ns,

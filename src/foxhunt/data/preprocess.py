@@ -138,7 +138,8 @@ class Preprocessor:
     ) -> dict[str, WindowDataset]:
         """One dataset per entry of `anchors` (from `ready_anchors`), all sharing one set of
         storage tensors; `baseline` is `self.baseline(encoded)`, computed once by the caller."""
-        values = torch.from_numpy(self.scaler.transform(encoded.features.inputs))
+        inputs, codes_np = encoded.features.inputs, encoded.symbol_codes
+        values = torch.from_numpy(self.scaler.transform(inputs, codes=codes_np))
         targets = torch.from_numpy(self.target_scaler.transform(encoded.features.returns))
         codes = torch.from_numpy(encoded.symbol_codes.astype(np.int64))
         volatility = profile = signal = None
@@ -212,7 +213,11 @@ class Preprocessor:
             scale = torch.from_numpy(scale.astype(np.float32))
         batch = TFTBatch(
             static=torch.zeros(len(ends), 0),
-            past=torch.from_numpy(self.scaler.transform(encoded.features.inputs[rows])),
+            past=torch.from_numpy(
+                self.scaler.transform(
+                    encoded.features.inputs[rows], codes=encoded.symbol_codes[rows]
+                )
+            ),
             future=torch.from_numpy(future),
             static_categorical=torch.from_numpy(encoded.symbol_codes[ends][:, None].copy()),
             anchor=torch.from_numpy(ends.astype(np.int64)),
@@ -261,7 +266,10 @@ class Preprocessor:
             last = encoded.features.inputs[ends, -len(self.spec.known_columns) :]
             known.append(np.repeat(last, self.horizon, axis=0))
         future = np.concatenate(known, axis=1).reshape(len(ends), self.horizon, -1)
-        scaled = self.scaler.transform(future, slice(encoded.features.num_observed, None))
+        codes = np.repeat(encoded.symbol_codes[ends][:, None], self.horizon, axis=1)  # [B, H]
+        scaled = self.scaler.transform(
+            future, slice(encoded.features.num_observed, None), codes=codes
+        )
         h = self.horizon
         return scaled, tuple(times[b * h : (b + 1) * h] for b in range(len(ends)))
 

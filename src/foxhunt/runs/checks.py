@@ -116,7 +116,10 @@ def read_preprocessor(
     check_round_trip(path, state, pre.state_dict())
     scaler = pre.scaler
     mean, std = np.asarray(scaler.mean), np.asarray(scaler.std)
-    if mean.shape != (len(scaler.names),) or std.shape != mean.shape:
+    symbols = pre.symbols.cardinality  # one set per symbol, or one shared (older runs)
+    if mean.shape not in ((len(scaler.names),), (symbols, len(scaler.names))):
+        raise RunFileError(f"{path}: scaler.mean/std must hold one number per name")
+    if std.shape != mean.shape:
         raise RunFileError(f"{path}: scaler.mean/std must hold one number per name")
     if not (np.isfinite(mean).all() and np.isfinite(std).all() and (std > 0).all()):
         raise RunFileError(f"{path}: scaler.mean must be finite and scaler.std finite and > 0")
