@@ -1,7 +1,6 @@
 """Several instruments in one file (ES, NQ, CL, ZN: own sessions, ticks, levels and
 volatilities): each symbol is scaled with its own statistics and no window crosses two."""
 
-
 import numpy as np
 import pandas as pd
 import pytest
