@@ -70,14 +70,21 @@ class StandardScaler:
         """Scaled float32 copy of `values` [..., len(columns)]; `codes` [...] is the symbol
         code of each row (needed unless one set of statistics serves every symbol)."""
         mean, std = self.mean[..., columns], self.std[..., columns]
-        if mean.ndim == 2:
-            if codes is None:
-                if len(mean) > 1:
-                    raise ValueError("a per-symbol scaler needs the rows' symbol codes")
-                codes = np.zeros(values.shape[:-1], dtype=np.int64)
-            mean, std = mean[codes], std[codes]
-        out = (values - mean) / std
-        return out.astype(np.float32)
+        if mean.ndim == 1:
+            return ((values - mean) / std).astype(np.float32)
+        if codes is None:
+            if len(mean) > 1:
+                raise ValueError("a per-symbol scaler needs the rows' symbol codes")
+            codes = np.zeros(values.shape[:-1], dtype=np.int64)
+        if codes.ndim == 1 and values.ndim == 2 and (np.diff(codes) >= 0).all():
+            # rows sorted by symbol (a whole frame): one block per symbol, no [N, P] gathers
+            out = np.empty(values.shape, dtype=np.float32)
+            bounds = np.searchsorted(codes, np.arange(len(mean) + 1))
+            for g in range(len(mean)):
+                lo, hi = bounds[g], bounds[g + 1]
+                out[lo:hi] = (values[lo:hi] - mean[g]) / std[g]
+            return out
+        return ((values - mean[codes]) / std[codes]).astype(np.float32)
 
     def state_dict(self) -> dict[str, Any]:
         return {"names": list(self.names), "mean": self.mean.tolist(), "std": self.std.tolist()}

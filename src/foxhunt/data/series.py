@@ -36,6 +36,13 @@ def validated_series(
         contract_column=column,
     )
     if column is None:
+        if roll_adjust is not None:
+            log.warning(
+                "%s: no contract column (looked for %s): --roll-adjust %s has no rolls to adjust",
+                source,
+                contract_column,
+                roll_adjust,
+            )
         warn_suspect_jumps(valid, source)
         return valid, None
     if roll_adjust is None:
