@@ -2,8 +2,7 @@
 synthetic, data/instruments.py) written as one Parquet file and as a folder of one file per
 day, then prepared through `prepare_data`, the path `foxhunt train` takes up to the windows.
 
-Each measurement runs in a fresh process, so its peak resident memory (ru_maxrss) is its
-own; the time and peak are printed against the targets (< 30 s, < 2 GB).
+Each measurement runs in a fresh process, so its peak resident memory (VmHWM) is its own; the time and peak are printed against the targets (< 30 s, < 2 GB).
 
     .venv/bin/python benchmarks/data_prep.py              # 252 days x 10 instruments
     .venv/bin/python benchmarks/data_prep.py --days 20    # a quick look
@@ -26,7 +25,14 @@ SYMBOLS = ("6E", "CL", "ES", "GC", "NG", "NQ", "RTY", "YM", "ZB", "ZN")
 
 
 def _peak_bytes() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+    """This process's peak RSS: VmHWM (ru_maxrss would carry the parent's peak over the fork
+    and exec that started it)."""
+    try:
+        with open("/proc/self/status") as f:
+            line = next(x for x in f if x.startswith("VmHWM:"))
+        return int(line.split()[1]) * 1024
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
 
 
 def measure(path: str, what: str) -> dict[str, float]:

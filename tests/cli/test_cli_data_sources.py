@@ -12,6 +12,7 @@ import pytest
 from foxhunt.cli import main
 from foxhunt.data import generate_bars
 from helpers import TINY_CLI
+from helpers.contracts import write_contract_files
 
 
 @pytest.fixture
@@ -67,3 +68,32 @@ def test_bad_folders_and_globs_exit_2(
     assert main(["train", "--parquet-file", str(daily), *TINY_CLI]) == 2
     assert "zz-other.parquet: its columns differ" in capsys.readouterr().err
     assert main(["train", "--start", "2025-02-01", "--end", "2025-01-01", *TINY_CLI]) == 2
+
+
+@pytest.mark.parametrize("roll", [[], ["--roll-adjust", "ratio"]])
+def test_train_predict_evaluate_on_two_contracts(
+    roll: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = write_contract_files(tmp_path)
+    run = tmp_path / "run"
+    args = ["train", "--parquet-file", str(files["contracts"]), *TINY_CLI, *roll]
+    assert (
+        main(
+            [
+                *args,
+                "--max-steps-per-epoch",
+                "2",
+                "--epochs",
+                "1",
+                "--no-report",
+                "--output-dir",
+                str(run),
+            ]
+        )
+        == 0
+    )
+    saved = json.loads((run / "preprocessor.json").read_text())
+    assert (saved["contract_column"], saved["roll_adjust"]) == ("auto", (roll or [None, None])[1])
+    capsys.readouterr()
+    assert main(["predict", str(run), "--parquet-file", str(files["contracts"])]) == 0
+    assert main(["evaluate", str(run), "--parquet-file", str(files["contracts"])]) == 0
