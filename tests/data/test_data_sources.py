@@ -108,3 +108,28 @@ def test_errors_name_the_path(two_symbols: pd.DataFrame, tmp_path: Path) -> None
         DataConfig(start="2025-01-09", end="2025-01-08")
     with pytest.raises(ConfigError, match=r"DataConfig\.start"):
         DataConfig(start="not a time")
+
+
+@pytest.mark.parametrize("naive", [False, True])
+def test_the_filters_are_pushed_down_to_the_reader(
+    two_symbols: pd.DataFrame, tmp_path: Path, naive: bool
+) -> None:
+    import pyarrow.dataset as pads
+
+    from foxhunt.data.sources import _expression, _timestamp_field
+
+    bars = two_symbols
+    if naive:  # exchange-time bars without a zone, as many vendors write them
+        bars = bars.assign(timestamp=bars["timestamp"].dt.tz_localize(None))
+    bars.to_parquet(tmp_path / "b.parquet")
+    dataset = pads.dataset(str(tmp_path / "b.parquet"))
+    bounds = RowFilter(
+        start=pd.Timestamp("2025-01-08 09:30", tz="America/New_York"),
+        end=pd.Timestamp("2025-01-09 16:00", tz="America/New_York"),
+        symbols=("ES",),
+    )
+    ts = _timestamp_field(dataset.schema, None)
+    expr, left = _expression(dataset.schema, bounds, ts, "symbol", None)
+    assert expr is not None and left.empty  # nothing is left to filter in pandas
+    read = dataset.to_table(filter=expr).num_rows
+    assert read == len(apply_filter(read_source(tmp_path / "b.parquet"), bounds)) > 0
