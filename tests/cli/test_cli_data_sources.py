@@ -58,7 +58,7 @@ def test_bad_folders_and_globs_exit_2(
     empty = tmp_path / "empty"
     empty.mkdir()
     for source, says in (
-        (empty, "folder holds no .parquet"),
+        (empty, "folder holding no .parquet"),
         (tmp_path / "none-*.parquet", "glob matches no file"),
     ):
         assert main(["train", "--parquet-file", str(source), *TINY_CLI]) == 2

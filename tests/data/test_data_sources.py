@@ -91,7 +91,7 @@ def test_filters_on_csv_and_naive_parquet(two_symbols: pd.DataFrame, tmp_path: P
 def test_errors_name_the_path(two_symbols: pd.DataFrame, tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(DataError, match=r"empty: folder holds no \.parquet"):
+    with pytest.raises(DataError, match=r"empty: data file is a folder holding no \.parquet"):
         read_source(empty)
     with pytest.raises(DataError, match="glob matches no file"):
         read_source(tmp_path / "nothing-*.parquet")

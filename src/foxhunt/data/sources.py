@@ -87,7 +87,8 @@ def source_files(path: str | Path) -> list[Path]:
         )
         if not files:
             raise DataError(
-                f"{folder}: folder holds no .parquet/.pq file; pass a folder of Parquet bars"
+                f"{folder}: data file is a folder holding no .parquet/.pq file; pass a bars "
+                "file or a folder of Parquet bars"
             )
         return files
     check_readable_file(folder)

@@ -269,7 +269,9 @@ def _spec(
             "fast_window": pre.get("fast_window", 0),
             "signal_limit": SIGNAL_LIMIT,
             "formulas": {
-                "past": "(x - mean) / std per feature, features in features.past order",
+                "past": "(x - mean) / std per feature, features in features.past order; "
+                "when mean/std hold one list per symbol, the row of the bar's symbol (its "
+                "index in symbols)",
                 "future": "the known (calendar) features of the next H bars, scaled likewise",
                 "adjusted": "r[t] / profile.values[minute_of_day(t) // bucket_minutes]; "
                 "r = log return, NaN across a gap > max_gap_ns",
