@@ -126,3 +126,21 @@ def test_without_a_contract_column_train_warns_at_the_roll(
 def test_legacy_configs_ignore_contract_columns() -> None:
     legacy = DataConfig.from_dict({"lookback": 16})
     assert legacy.contract_column is None and DataConfig().contract_column == "auto"
+
+
+def test_an_expiry_column_of_dates_names_the_contracts(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    frame = pd.read_parquet(files["contracts"])
+    expiry = {"ESH5": pd.Timestamp("2025-03-21"), "ESM5": pd.Timestamp("2025-06-20")}
+    frame["Expiry"] = frame.pop("contract").map(expiry)
+    frame.to_parquet(tmp_path / "expiry.parquet")
+    by_name = prepare_data(DataConfig(path=files["contracts"], **SMALL))
+    by_date = prepare_data(DataConfig(path=tmp_path / "expiry.parquet", **SMALL))
+    for a, b in zip(splits(by_name), splits(by_date), strict=True):
+        np.testing.assert_array_equal(a.anchors.numpy(), b.anchors.numpy())
+        np.testing.assert_array_equal(a.target_values.numpy(), b.target_values.numpy())
+    adjusted = prepare_data(
+        DataConfig(path=tmp_path / "expiry.parquet", roll_adjust="difference", **SMALL)
+    )
+    assert adjusted.summary.rows == 24 * PER_SESSION  # one series: each bar once
