@@ -138,8 +138,8 @@ class Preprocessor:
     ) -> dict[str, WindowDataset]:
         """One dataset per entry of `anchors` (from `ready_anchors`), all sharing one set of
         storage tensors; `baseline` is `self.baseline(encoded)`, computed once by the caller."""
-        inputs, codes_np = encoded.features.inputs, encoded.symbol_codes
-        values = torch.from_numpy(self.scaler.transform(inputs, codes=codes_np))
+        scaled = self.scaler.transform(encoded.features.inputs, codes=encoded.symbol_codes)
+        values = torch.from_numpy(scaled)  # each symbol by its own statistics
         targets = torch.from_numpy(self.target_scaler.transform(encoded.features.returns))
         codes = torch.from_numpy(encoded.symbol_codes.astype(np.int64))
         volatility = profile = signal = None
@@ -203,6 +203,9 @@ class Preprocessor:
         baseline = self.baseline(encoded)
         self._check_latest(encoded, rows, baseline)
         future, future_times = self._future_known(encoded, ends)
+        past = self.scaler.transform(
+            encoded.features.inputs[rows], codes=encoded.symbol_codes[rows]
+        )
         scale = signal = None
         if baseline is not None and baseline.signal is not None:
             signal = torch.from_numpy(baseline.signal[ends][:, None].astype(np.float32))
@@ -213,11 +216,7 @@ class Preprocessor:
             scale = torch.from_numpy(scale.astype(np.float32))
         batch = TFTBatch(
             static=torch.zeros(len(ends), 0),
-            past=torch.from_numpy(
-                self.scaler.transform(
-                    encoded.features.inputs[rows], codes=encoded.symbol_codes[rows]
-                )
-            ),
+            past=torch.from_numpy(past),
             future=torch.from_numpy(future),
             static_categorical=torch.from_numpy(encoded.symbol_codes[ends][:, None].copy()),
             anchor=torch.from_numpy(ends.astype(np.int64)),
