@@ -102,6 +102,10 @@ def test_errors_name_the_path(two_symbols: pd.DataFrame, tmp_path: Path) -> None
     other.to_parquet(mixed / "b.parquet")
     with pytest.raises(DataError, match=r"b.parquet: its columns differ from a.parquet's \(volume"):
         read_source(mixed)
+    (mixed / "b.parquet").unlink()
+    (mixed / "c.parquet").write_text("timestamp,open\n")  # a CSV under a Parquet name
+    with pytest.raises(DataError, match=r"c\.parquet: not a Parquet file"):
+        read_source(mixed)
     with pytest.raises(DataError, match="no bar passes the filter"):
         read_source(mixed / "a.parquet", bounds=RowFilter(symbols=("CL",)))
     with pytest.raises(ConfigError, match=r"DataConfig\.end"):

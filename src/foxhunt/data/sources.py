@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as pads
+import pyarrow.parquet as pq
 
 from foxhunt.data.config import DEFAULT_TIMEZONE, TIMESTAMP_CANDIDATES, parse_bound
 from foxhunt.data.io import PARQUET_SUFFIXES, normalize_frame, read_normalized
@@ -121,15 +122,20 @@ def _first_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
+def _schema(file: Path) -> pa.Schema:
+    """The file's columns and types, from its footer alone (no row is read)."""
+    try:
+        return pq.read_schema(file).remove_metadata()
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise DataError(f"{file}: not a Parquet file ({_first_line(exc)})") from None
+
+
 def _check_schemas(files: list[Path], source: str) -> None:
     """Every file has the columns and types of the first one (a vendor changing a type, or
     a file of another product, is named rather than silently cast or dropped)."""
-    first = pads.dataset(str(files[0]), format="parquet").schema.remove_metadata()
+    first = _schema(files[0])
     for file in files[1:]:
-        try:
-            schema = pads.dataset(str(file), format="parquet").schema.remove_metadata()
-        except (pa.ArrowInvalid, OSError) as exc:
-            raise DataError(f"{file}: not a Parquet file ({_first_line(exc)})") from None
+        schema = _schema(file)
         if not schema.equals(first):
             mine = {f.name: str(f.type) for f in schema}
             theirs = {f.name: str(f.type) for f in first}
