@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from foxhunt.data import DataConfig, PreparedData, prepare_data
-from foxhunt.data.contracts import back_adjust
+from foxhunt.data.contracts import back_adjust, contract_rolls
 from foxhunt.data.jumps import suspect_jumps
 from foxhunt.data.series import validated_series
 from foxhunt.data.sources import read_source
@@ -70,6 +70,7 @@ def test_back_adjusted_series_rolls_at_the_volume_crossover(
     raw = the_series(files["contracts"], contract_column="auto")
     adjusted, rolls = back_adjust(raw, "contract", method, source="test")
     assert len(rolls) == 1 and (rolls[0].old, rolls[0].new) == ("ESH5", "ESM5")
+    assert contract_rolls(raw, "contract") == rolls
     assert rolls[0].gap == pytest.approx(OFFSET)  # measured on a bar both contracts traded
     roll_time = raw["timestamp"].iloc[ROLL_SESSION * PER_SESSION]  # the session's first bar
     assert rolls[0].timestamp == roll_time

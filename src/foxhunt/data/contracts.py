@@ -154,6 +154,13 @@ def _symbol_series(bars: pd.DataFrame, column: str, symbol: str) -> tuple[pd.Dat
     return series, rolls
 
 
+def contract_rolls(frame: pd.DataFrame, column: str) -> list[Roll]:
+    """The rolls a back-adjusted series of this validated frame would make (for reports)."""
+    return [
+        r for s, bars in frame.groupby("symbol") for r in _symbol_series(bars, column, str(s))[1]
+    ]
+
+
 def back_adjust(
     frame: pd.DataFrame, column: str, method: str, *, source: str
 ) -> tuple[pd.DataFrame, list[Roll]]:
