@@ -92,3 +92,15 @@ def test_older_scalers_with_one_shared_set_still_transform() -> None:
     assert per.mean.shape == (2, 2)
     np.testing.assert_allclose(per.transform(values, codes=codes), 0.0)
     assert StandardScaler.from_state_dict(per.state_dict()) == per
+
+
+def test_each_symbol_has_its_own_intraday_profile(data: PreparedData) -> None:
+    profile = data.preprocessor.profile
+    assert profile is not None and profile.values.shape[0] == len(SYMBOLS)
+    bucket = profile.bucket_minutes
+    before_zn_opens = (18 * 60 + 30) // bucket  # 18:30: CL trades, ZN (opens 20:00) does not
+    cl, zn = SYMBOLS.index("CL"), SYMBOLS.index("ZN")
+    assert profile.values[zn, before_zn_opens] == 1.0  # never seen
+    assert profile.values[cl, before_zn_opens] != 1.0
+    with pytest.raises(ValueError, match="symbol codes"):
+        profile(np.array([600]))

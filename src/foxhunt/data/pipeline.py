@@ -113,9 +113,11 @@ def fit_preprocessor(
     # return over the nightly break or a weekend is not one bar's worth of volatility
     gaps = gap_flags(encoded.series_codes, encoded.times_ns, max_gap_ns)
     returns = np.where(gaps, np.nan, encoded.features.returns)[splits == 0]
-    profile = IntradayProfile.fit(
+    profile = IntradayProfile.fit_per_symbol(  # each instrument's own session shape
         returns,
         minute_of_day(encoded.times[splits == 0], timezone),
+        encoded.symbol_codes[splits == 0],
+        symbols=symbols.cardinality,
         bucket_minutes=round(bar_spacing_ns / 60e9),
     )
     return Preprocessor(

@@ -118,6 +118,7 @@ class Preprocessor:
             target_scale=self.target_scale,
             gaps=gap_flags(encoded.series_codes, encoded.times_ns, self.max_gap_ns),
             fast_window=self.fast_window,
+            codes=encoded.symbol_codes,
         )
 
     @staticmethod
@@ -211,7 +212,8 @@ class Preprocessor:
             signal = torch.from_numpy(baseline.signal[ends][:, None].astype(np.float32))
         if baseline is not None and self.profile is not None:  # next H bars' profile
             minutes = minute_of_day(pd.DatetimeIndex(np.concatenate(future_times)), self.timezone)
-            future_profile = self.profile(minutes).reshape(len(ends), self.horizon)
+            codes = np.repeat(encoded.symbol_codes[ends], self.horizon)  # [B*H], symbol-major
+            future_profile = self.profile(minutes, codes).reshape(len(ends), self.horizon)
             scale = baseline.volatility[ends][:, None] * future_profile  # [B, H]
             scale = torch.from_numpy(scale.astype(np.float32))
         batch = TFTBatch(

@@ -273,7 +273,8 @@ def _spec(
                 "when mean/std hold one list per symbol, the row of the bar's symbol (its "
                 "index in symbols)",
                 "future": "the known (calendar) features of the next H bars, scaled likewise",
-                "adjusted": "r[t] / profile.values[minute_of_day(t) // bucket_minutes]; "
+                "adjusted": "r[t] / profile.values[minute_of_day(t) // bucket_minutes] (with "
+                "one curve per symbol: profile.values[symbol][...]); "
                 "r = log return, NaN across a gap > max_gap_ns",
                 "base_vol": "sqrt(mean of adjusted^2 over the last baseline_window bars, "
                 ">= baseline_window // 2 finite) / target_scale",

@@ -159,7 +159,9 @@ def check_volatility_profile(path: Path, pre: Preprocessor) -> None:
     if pre.profile is None:
         return
     bucket, values = pre.profile.bucket_minutes, np.asarray(pre.profile.values)
-    if not 1 <= bucket <= MINUTES_PER_DAY or values.shape != (-(-MINUTES_PER_DAY // bucket),):
+    size = -(-MINUTES_PER_DAY // bucket)  # one curve, or one per symbol
+    shapes = ((size,), (pre.symbols.cardinality, size))
+    if not 1 <= bucket <= MINUTES_PER_DAY or values.shape not in shapes:
         raise RunFileError(
             f"{path}: profile.bucket_minutes must be in [1, 1440] with one value per bucket"
         )
