@@ -149,6 +149,15 @@ def register(sub: Any) -> None:
         help="with --output baseline: fit the output's volatility weight (and spread) on the "
         "training windows before the first epoch",
     )
+    t.add_argument(
+        "--lr-schedule",
+        default="constant",
+        choices=["constant", "cosine", "onecycle"],
+        help="cosine: linear warm-up, then cosine decay to --min-lr; onecycle: torch's OneCycleLR",
+    )
+    t.add_argument("--warmup-steps", type=int, default=None, help="default: --warmup-fraction")
+    t.add_argument("--warmup-fraction", type=float, default=0.05, help="of all planned steps")
+    t.add_argument("--min-lr", type=float, default=0.0, help="where the schedule ends")
     r = p.add_argument_group("run folder, checkpoints and memory")
     r.add_argument(
         "--output-dir", type=Path, default=None, help="run folder (default: runs/<date-time>)"

@@ -66,5 +66,9 @@ def run_config_from_args(args: argparse.Namespace) -> RunConfig:
         validate_initial=args.validate_initial,
         calibrate=args.calibrate,
         initial_confidence=args.initial_confidence,
+        lr_schedule=args.lr_schedule,
+        warmup_steps=args.warmup_steps,
+        warmup_fraction=args.warmup_fraction,
+        min_lr=args.min_lr,
     )
     return RunConfig(data=data, model=model, training=training)
