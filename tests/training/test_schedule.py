@@ -73,6 +73,17 @@ def test_onecycle_peaks_at_lr_after_the_warmup_and_ends_at_min_lr() -> None:
     assert lr[0] == pytest.approx(1e-2 / 25) and lr[39] == pytest.approx(1e-5)
 
 
+@pytest.mark.parametrize("total", [3, 4, 7])
+@pytest.mark.parametrize("warmup", [0, 1, 2, 6, 50])
+def test_onecycle_takes_any_warmup_from_three_steps(total: int, warmup: int) -> None:
+    config = TrainingConfig(lr=1e-2, lr_schedule="onecycle", warmup_steps=warmup)
+    lr = rates(config, total)
+    assert max(lr) == pytest.approx(1e-2) and lr[0] < lr[1]
+    optimizer = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))])
+    with pytest.raises(ConfigError, match="onecycle' needs at least 3 planned steps"):
+        build_scheduler(optimizer, config, 2)
+
+
 def test_constant_has_no_scheduler_and_warmup_from_the_fraction() -> None:
     optimizer = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))])
     assert build_scheduler(optimizer, TrainingConfig(), 100) is None

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from foxhunt.cli.common import add_data_file_arguments, csv_tuple, float_tuple
-from foxhunt.cli.train_config import run_config_from_args
+from foxhunt.cli.train_config import run_config_from_args, tracking_config_from_args
 from foxhunt.errors import ConfigError
 from foxhunt.input_path import check_readable_file
 from foxhunt.jobs.train import JobOptions, train
@@ -26,6 +26,7 @@ from foxhunt.runs import (
     new_identity,
     read_identity,
 )
+from foxhunt.tracking import LOGGERS, build_tracker, check_installed
 from foxhunt.training.distributed import (
     DEFAULT_TIMEOUT_S,
     DistributedContext,
@@ -200,6 +201,18 @@ def register(sub: Any) -> None:
         "checkpointing and micro-batches from one probing step (docs/memory-budget.md)",
     )
     r.add_argument("--no-report", action="store_true", help="skip the HTML report at the end")
+    k = p.add_argument_group("tracking (see docs/tracking.md)")
+    k.add_argument(
+        "--logger",
+        action="append",
+        choices=LOGGERS,
+        default=None,
+        help="log to tensorboard and/or mlflow (repeat the flag for both); default none",
+    )
+    k.add_argument("--tracking-dir", default=None, help="TensorBoard folder (RUN/tensorboard)")
+    k.add_argument("--tracking-uri", default=None, help="MLflow URI (sqlite:///RUN/../mlflow.db)")
+    k.add_argument("--experiment", default="foxhunt", help="MLflow experiment name")
+    k.add_argument("--log-every", type=int, default=10, help="steps between step scalars")
     g = p.add_argument_group("distributed (under torchrun; see docs/distributed.md)")
     g.add_argument(
         "--dist-timeout",
@@ -236,7 +249,8 @@ def check_world_size(config: RunConfig, ctx: DistributedContext) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = run_config_from_args(args)
+    config, tracking = run_config_from_args(args), tracking_config_from_args(args)
+    check_installed(tracking.active)  # a missing package: one line, before anything is written
     if args.data_file is not None:  # before any folder is locked, created or replaced
         check_readable_file(args.data_file)
     storage = args.checkpoint_storage
@@ -256,6 +270,10 @@ def run(args: argparse.Namespace) -> int:
         workdir, identity = main_decides(ctx, claim)
         source = args.data_file or f"built-in synthetic ES bars ({args.synthetic_days} days)"
         log.info("training on %s -> %s", source, claimed[0].final if claimed else workdir)
+        # the main rank's: only it logs (the job hands callbacks to its trainer alone)
+        tracker = build_tracker(tracking, claimed[0].final, workdir) if ctx.is_main else None
+        if tracker is not None:
+            stack.callback(tracker.close)  # FAILED unless finish() ended it first
         options = JobOptions(
             resume=args.resume is not None,
             resume_from=args.resume_from,
@@ -267,6 +285,7 @@ def run(args: argparse.Namespace) -> int:
             leak_threshold_mb=args.leak_threshold_mb,
             qat=QATConfig(freeze_after=args.qat_freeze_after) if args.qat else None,
             memory_budget=args.memory_budget,
+            callbacks=() if tracker is None else (tracker,),
         )
         result = train(config, workdir, options=options, distributed=ctx)
         if not ctx.is_main:  # rank 0 alone prints and writes the run folder
@@ -274,8 +293,11 @@ def run(args: argparse.Namespace) -> int:
         final = claimed[0].commit()  # complete: only now does it replace an earlier run
         print(result.table)
         print(f"run saved to {final} (metrics.json, model.safetensors, config.json)")
-        if not args.no_report:
-            print(f"report: {write_report(final, job=result)}")  # the job's model and data
+        report = None if args.no_report else write_report(final, job=result)
+        if report is not None:
+            print(f"report: {report}")  # written from the job's model and data
+        if tracker is not None:
+            tracker.finish(result.metrics, final, report)
     return 0
 
 

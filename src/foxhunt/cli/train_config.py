@@ -8,6 +8,7 @@ import argparse
 from foxhunt.data import DataConfig
 from foxhunt.model.config import TFTConfig
 from foxhunt.runs import RunConfig
+from foxhunt.tracking import TrackingConfig
 from foxhunt.training.config import TrainingConfig
 
 
@@ -15,6 +16,16 @@ def checkpointing_mode(args: argparse.Namespace) -> str | tuple[str, ...]:
     if args.checkpoint_segments:
         return tuple(args.checkpoint_segments)
     return "full" if args.use_gradient_checkpointing else "none"
+
+
+def tracking_config_from_args(args: argparse.Namespace) -> TrackingConfig:
+    return TrackingConfig(
+        loggers=tuple(args.logger or ()),
+        tracking_dir=args.tracking_dir,
+        tracking_uri=args.tracking_uri,
+        experiment=args.experiment,
+        log_every=args.log_every,
+    )
 
 
 def run_config_from_args(args: argparse.Namespace) -> RunConfig:

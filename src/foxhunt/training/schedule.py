@@ -4,7 +4,8 @@
 - ``cosine``: linear warm-up from ``lr / warmup`` to ``lr`` over the warm-up steps, then a
   half cosine down to ``min_lr`` at the last planned step (where it stays).
 - ``onecycle``: ``torch.optim.lr_scheduler.OneCycleLR`` (cosine annealing, momentum cycled in
-  AdamW's beta1), peaking at ``lr`` after the warm-up, ending at ``min_lr`` (or lr / 25e4).
+  AdamW's beta1), from lr / 25 up to ``lr`` over the warm-up (at least 2 steps), then down
+  to ``min_lr`` (or lr / 25e4); it needs 3 planned steps or more.
 
 The plan (total steps = epochs x batches per epoch) is part of the scheduler's state, so a
 checkpoint carries it and a resumed run follows the schedule it started with, even if
@@ -20,6 +21,7 @@ from typing import Any
 import torch
 from torch.optim.lr_scheduler import LambdaLR, LRScheduler, OneCycleLR
 
+from foxhunt.errors import ConfigError
 from foxhunt.training.config import TrainingConfig
 
 log = logging.getLogger("foxhunt.train")
@@ -61,13 +63,18 @@ def build_scheduler(
     if config.lr_schedule == "cosine":
         return LambdaLR(optimizer, WarmupCosine(warmup, total, config.min_lr / config.lr))
     if config.lr_schedule == "onecycle":
+        if total < 3:  # OneCycleLR divides by each phase's length: two phases of >= 1 step
+            raise ConfigError(
+                f"training.lr_schedule 'onecycle' needs at least 3 planned steps, this run has "
+                f"{total} (epochs x steps per epoch); use more steps or lr_schedule 'cosine'"
+            )
         start = config.lr / 25.0  # OneCycleLR's div_factor
         final = config.min_lr if config.min_lr > 0 else start / 1e4
         return OneCycleLR(
             optimizer,
             max_lr=config.lr,
             total_steps=total,
-            pct_start=max(warmup, 1) / total if total > 1 else 0.5,
+            pct_start=min(max(warmup, 2), total - 1) / total,  # it peaks at step warmup - 1
             final_div_factor=start / final,
         )
     return None
