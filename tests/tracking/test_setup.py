@@ -12,7 +12,7 @@ from tracked import TRACKED
 
 from foxhunt.cli import main
 from foxhunt.errors import ConfigError
-from foxhunt.tracking import TrackingConfig
+from foxhunt.tracking import TrackingConfig, check_installed
 
 
 @pytest.mark.parametrize(
@@ -39,6 +39,18 @@ def test_a_missing_package_is_one_line_before_training(
     assert f"--logger {logger} needs the {package} package" in err
     assert "pip install 'foxhunt[tracking]'" in err
     assert not run.exists()  # nothing written, nothing trained
+
+
+def test_the_default_mlflow_store_needs_sqlalchemy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    monkeypatch.setitem(sys.modules, "sqlalchemy", None)
+    argv = ["train", *TRACKED, "--output-dir", str(tmp_path / "run"), "--logger", "mlflow"]
+    assert main(argv) == 2
+    assert "--logger mlflow needs the sqlalchemy package" in capsys.readouterr().err
+    check_installed(["mlflow"], (tmp_path / "mlruns").as_uri())  # a file store does not
+    with pytest.raises(ConfigError, match="sqlalchemy"):
+        check_installed(["mlflow"], "postgresql+psycopg://host/db")
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from foxhunt.data import PreparedData
+from foxhunt.errors import FoxhuntError
 from foxhunt.model.config import TFTConfig
 from foxhunt.tracking import Tracker
 from helpers import fitted, make_trainer, tiny_model, tiny_training
@@ -83,6 +84,42 @@ def test_skipped_steps_are_logged_whenever_they_happen(
     assert sink.closed == "FINISHED"
     tracker.close()  # after finish: nothing more
     assert sink.closed == "FINISHED"
+
+
+class Broken(Recording):
+    name = "broken"
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int) -> None:
+        raise OSError("disk full")
+
+
+class Unstartable(Recording):
+    name = "unstartable"
+
+    def start(self, params: Mapping[str, Any], step: int, state: Mapping[str, Any]) -> None:
+        raise ValueError("no such host\nmore detail")
+
+
+def test_a_failing_logger_is_dropped_and_training_goes_on(
+    data: PreparedData, model_config: TFTConfig, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    good, broken = Recording(), Broken()
+    tracker = Tracker([broken, good], tmp_path, log_every=1)
+    trainer = make_trainer(data, model_config, tiny_training(), (tracker,))
+    trainer.fit()
+    assert tracker.sinks == [good] and len(good.tagged("train/loss")) == 3
+    assert "tracking: broken failed (OSError: disk full); it logs no more" in caplog.text
+
+
+def test_a_logger_that_cannot_start_is_one_line(
+    data: PreparedData, model_config: TFTConfig, tmp_path: Path
+) -> None:
+    tracker = Tracker([Unstartable()], tmp_path)
+    trainer = make_trainer(data, model_config, tiny_training(), (tracker,))
+    with pytest.raises(
+        FoxhuntError, match=r"--logger unstartable could not start \(no such host\)"
+    ):
+        trainer.fit()
 
 
 def test_a_resumed_tracker_hands_each_sink_its_saved_state(

@@ -140,7 +140,10 @@ def test_a_scheduled_run_resumes_mid_epoch_bit_for_bit(
     assert resumed.state.history == straight.state.history
 
 
-def test_step_stats_reach_callbacks(tiny_data, tiny_model_config, tiny_training) -> None:
+@pytest.mark.parametrize("grad_clip", [1.0, 0.0], ids=["clipped", "unclipped"])
+def test_step_stats_reach_callbacks(
+    tiny_data, tiny_model_config, tiny_training, grad_clip: float
+) -> None:
     seen: list[tuple[float, float, float]] = []
 
     class Stats:
@@ -148,7 +151,8 @@ def test_step_stats_reach_callbacks(tiny_data, tiny_model_config, tiny_training)
             s = trainer.last_step
             seen.append((s.lr, s.grad_norm, s.seconds))
 
-    make_trainer(tiny_data, tiny_model_config, tiny_training, (Stats(),)).fit()
+    training = replace(tiny_training, grad_clip=grad_clip)
+    make_trainer(tiny_data, tiny_model_config, training, (Stats(),)).fit()
     assert len(seen) == 12
     assert all(lr == tiny_training.lr and norm > 0 and secs > 0 for lr, norm, secs in seen)
     assert all(math.isfinite(norm) for _, norm, _ in seen)

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from foxhunt.errors import FoxhuntError
 from foxhunt.memory.profiler import MemoryBackend
 from foxhunt.runs import CONFIG_FILE
 
@@ -106,8 +107,7 @@ class Tracker:
             "epoch/skipped_steps": float(state.skipped_steps),
         }
         self._log({k: v for k, v in metrics.items() if math.isfinite(v)}, state.global_step)
-        for sink in self.sinks:
-            sink.flush()
+        self._each("flush")
 
     # --- state: a resume continues the same runs ----------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -124,8 +124,7 @@ class Tracker:
         self._start(self.step)
         final = {key: value for key, value in metrics.items() if key != "unit"}
         self._log(numbers(final, "final"), self.step)
-        for sink in self.sinks:
-            sink.log_run_folder(Path(run_dir), report)
+        self._each("log_run_folder", Path(run_dir), report)
         self.close("FINISHED")
 
     def close(self, status: str = "FAILED") -> None:
@@ -145,7 +144,14 @@ class Tracker:
         self.started, self.step = True, step
         params = self._params()
         for sink in self.sinks:
-            sink.start(params, step, self.saved.get(sink.name) or {})
+            try:
+                sink.start(params, step, self.saved.get(sink.name) or {})
+            except Exception as exc:  # a bad URI, an unwritable folder: the user's to fix
+                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                raise FoxhuntError(
+                    f"tracking: --logger {sink.name} could not start ({first}); check "
+                    "--tracking-uri / --tracking-dir"
+                ) from exc
             log.info("tracking: %s on", sink.name)
 
     def _params(self) -> dict[str, Any]:
@@ -161,5 +167,15 @@ class Tracker:
 
     def _log(self, metrics: Mapping[str, float], step: int) -> None:
         if metrics:
-            for sink in self.sinks:
-                sink.log_metrics(metrics, step)
+            self._each("log_metrics", metrics, step)
+
+    def _each(self, method: str, *args: Any) -> None:
+        """Call `method` on every sink; one that fails (a store gone, a full disk) is
+        dropped with a warning: losing a logger must not lose the training run."""
+        for sink in list(self.sinks):
+            try:
+                getattr(sink, method)(*args)
+            except Exception as exc:
+                what = f"{type(exc).__name__}: {exc}"
+                log.warning("tracking: %s failed (%s); it logs no more", sink.name, what)
+                self.sinks.remove(sink)
