@@ -77,3 +77,15 @@ def test_a_custom_folder(tmp_path: Path) -> None:
     assert train(run, *flags, epochs=1) == 0
     assert not (run / "tensorboard").exists()
     assert len(scalars(logdir)["epoch/val_loss"]) == 1
+
+
+def test_an_overwrite_writes_fresh_curves_into_the_renamed_folder(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    assert train(run, "--logger", "tensorboard", "--no-report", epochs=1) == 0
+    flags = ("--overwrite", "--logger", "tensorboard", "--no-report", "--lr-schedule", "cosine")
+    assert train(run, *flags) == 0  # written in a staging folder, renamed over the old run
+    found = scalars(run / "tensorboard")
+    assert [step for step, _ in found["epoch/val_loss"]] == [3, 6]
+    lr = [value for _, value in found["train/lr"]]
+    assert len(lr) == 6 and lr[0] > lr[-1]  # this run's schedule, not the old constant one
+    assert len(found["final/test/mean_quantile_loss"]) == 1

@@ -26,6 +26,7 @@ class Recording:
         self.started: tuple[dict[str, Any], int, dict[str, Any]] | None = None
         self.logged: list[tuple[int, dict[str, float]]] = []
         self.closed: str | None = None
+        self.released = False
 
     def start(self, params: Mapping[str, Any], step: int, state: Mapping[str, Any]) -> None:
         self.started = (dict(params), step, dict(state))
@@ -34,6 +35,10 @@ class Recording:
         self.logged.append((step, dict(metrics)))
 
     def flush(self) -> None: ...
+
+    def release(self) -> None:
+        self.released = True
+
     def log_run_folder(self, run_dir: Path, report: Path | None) -> None: ...
 
     def close(self, status: str) -> None:
@@ -78,7 +83,9 @@ def test_skipped_steps_are_logged_whenever_they_happen(
     assert sink.tagged("epoch/skipped_steps") == [(3, 1.0), (7, 1.0)]
     assert [v for _, v in sink.tagged("epoch/epoch")] == [1.0, 2.0]
     assert tracker.state_dict() == {"sinks": {"recording": {"id": "abc"}}, "step": 7}
-    tracker.finish({"unit": "bp", "test": {"mean": 1.5, "quantile_loss": [1, 2]}}, tmp_path, None)
+    tracker.log_results({"unit": "bp", "test": {"mean": 1.5, "quantile_loss": [1, 2]}})
+    assert sink.released and sink.closed is None
+    tracker.finish(tmp_path, None)
     assert sink.logged[-1] == (7, {"final/test/mean": 1.5, "final/test/quantile_loss/0": 1.0,
                                    "final/test/quantile_loss/1": 2.0})  # fmt: skip
     assert sink.closed == "FINISHED"

@@ -292,6 +292,8 @@ def run(args: argparse.Namespace) -> int:
         result = train(config, workdir, options=options, distributed=ctx)
         if not ctx.is_main:  # rank 0 alone prints and writes the run folder
             return 0
+        if tracker is not None:  # before the commit renames the folder its files are in
+            tracker.log_results(result.metrics)
         final = claimed[0].commit()  # complete: only now does it replace an earlier run
         print(result.table)
         print(f"run saved to {final} (metrics.json, model.safetensors, config.json)")
@@ -299,7 +301,7 @@ def run(args: argparse.Namespace) -> int:
         if report is not None:
             print(f"report: {report}")  # written from the job's model and data
         if tracker is not None:
-            tracker.finish(result.metrics, final, report)
+            tracker.finish(final, report)
     return 0
 
 

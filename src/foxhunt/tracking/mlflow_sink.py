@@ -93,6 +93,9 @@ class MlflowSink:
             batch, self.buffer = self.buffer[:BATCH], self.buffer[BATCH:]
             self.client.log_batch(self.run_id, metrics=batch)
 
+    def release(self) -> None:
+        self.flush()  # nothing of MLflow's lives in the run folder
+
     def log_run_folder(self, run_dir: Path, report: Path | None) -> None:
         """The model folder (the run's files, without checkpoints and event files) under
         "model", and the HTML report with its figures under "report"."""

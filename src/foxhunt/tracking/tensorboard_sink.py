@@ -45,6 +45,10 @@ class TensorBoardSink:
     def flush(self) -> None:
         self.writer.flush()
 
+    def release(self) -> None:
+        """Closed before the run folder is renamed (--overwrite): the writer appends by path."""
+        self.writer.close()
+
     def log_run_folder(self, run_dir: Path, report: Path | None) -> None:
         """Nothing to copy: the event files already live in (or beside) the run folder."""
 

@@ -3,7 +3,9 @@
 It reads what the trainer exposes at each event (``trainer.state``, ``trainer.last_step``,
 the epoch record), measures memory, and hands plain ``{name: float}`` dicts, keyed by the
 optimizer step, to each sink (TensorBoard, MLflow). The door that runs the job calls
-`finish` with the job's test metrics and the finished run folder, and `close` in any case.
+`log_results` with the job's test metrics before the run folder is moved into place (an
+--overwrite renames it: files must be closed first), `finish` with the final folder and the
+report, and `close` in any case.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class Sink(Protocol):
     def start(self, params: Mapping[str, Any], step: int, state: Mapping[str, Any]) -> None: ...
     def log_metrics(self, metrics: Mapping[str, float], step: int) -> None: ...
     def flush(self) -> None: ...
+    def release(self) -> None: ...  # training is over: close files in the run folder
     def log_run_folder(self, run_dir: Path, report: Path | None) -> None: ...
     def close(self, status: str) -> None: ...
     def state_dict(self) -> dict[str, Any]: ...
@@ -119,11 +122,17 @@ class Tracker:
         self.step = int(state.get("step", 0))
 
     # --- the end -----------------------------------------------------------------------
-    def finish(self, metrics: Mapping[str, Any], run_dir: Path, report: Path | None) -> None:
-        """The job's test metrics (TFT and baselines, basis points) and the run's files."""
+    def log_results(self, metrics: Mapping[str, Any]) -> None:
+        """The job's test metrics (TFT and baselines, basis points); then every sink lets go
+        of its files in the run folder, which may be renamed next."""
         self._start(self.step)
         final = {key: value for key, value in metrics.items() if key != "unit"}
         self._log(numbers(final, "final"), self.step)
+        self._each("release")
+
+    def finish(self, run_dir: Path, report: Path | None) -> None:
+        """The finished run folder (and its report) as artifacts; the runs end FINISHED."""
+        self._start(self.step)
         self._each("log_run_folder", Path(run_dir), report)
         self.close("FINISHED")
 
