@@ -75,3 +75,17 @@ def test_the_default_store_is_sqlite_beside_the_run_folder(tmp_path: Path) -> No
     assert sink.uri == f"sqlite:///{tmp_path / 'runs' / 'mlflow.db'}"  # type: ignore[attr-defined]
     assert sink.artifact_root == tmp_path / "runs" / "mlartifacts"  # type: ignore[attr-defined]
     assert build_tracker(TrackingConfig(loggers=("none",)), tmp_path) is None
+
+
+@pytest.mark.slow  # creating the SQLite store's tables takes seconds
+def test_the_default_sqlite_store_holds_the_run(tmp_path: Path) -> None:
+    run = tmp_path / "runs" / "a"
+    assert train(run, "--logger", "mlflow", "--no-report", epochs=1) == 0
+    uri = f"sqlite:///{tmp_path / 'runs' / 'mlflow.db'}"
+    mlflow.set_tracking_uri(uri)
+    found = mlflow.search_runs(experiment_names=["foxhunt"])
+    assert list(found["tags.mlflow.runName"]) == ["a"]
+    assert found.iloc[0]["artifact_uri"].startswith((tmp_path / "runs" / "mlartifacts").as_uri())
+    model = artifacts(MlflowClient(uri), found.iloc[0]["run_id"], "model")
+    assert "model/model.safetensors" in model
+    assert (tmp_path / "runs" / "mlartifacts").is_dir()

@@ -250,9 +250,8 @@ def check_world_size(config: RunConfig, ctx: DistributedContext) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config, tracking = run_config_from_args(args), tracking_config_from_args(args)
-    check_installed(
-        tracking.active, tracking.tracking_uri
-    )  # a missing package: one line, before anything is written
+    # a logger's missing package: one line, before anything is written or trained
+    check_installed(tracking.active, tracking.tracking_uri)
     if args.data_file is not None:  # before any folder is locked, created or replaced
         check_readable_file(args.data_file)
     storage = args.checkpoint_storage
