@@ -4,10 +4,12 @@ is: never part of config.json, so a run tracked or not is the same run."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from foxhunt.errors import ConfigError
 
-LOGGERS = ("tensorboard", "mlflow", "none")
+Logger = Literal["tensorboard", "mlflow", "none"]
+LOGGERS: tuple[str, ...] = get_args(Logger)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,7 +27,7 @@ class TrackingConfig:
             norm, step time, memory, skipped steps); epochs always log (>= 1).
     """
 
-    loggers: tuple[str, ...] = ()
+    loggers: tuple[Logger, ...] = ()
     tracking_dir: str | None = None
     tracking_uri: str | None = None
     experiment: str = "foxhunt"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 import torch
 
@@ -13,7 +13,8 @@ from foxhunt.errors import ConfigError, FoxhuntError
 DEVICES = ("auto", "cpu", "cuda")
 PRECISIONS = ("fp32", "bf16", "fp16")
 LOSS_WEIGHTINGS = ("none", "inverse_scale")
-LR_SCHEDULES = ("constant", "cosine", "onecycle")
+LRSchedule = Literal["constant", "cosine", "onecycle"]
+LR_SCHEDULES: tuple[str, ...] = get_args(LRSchedule)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,7 +82,7 @@ class TrainingConfig:
     validate_initial: bool = True
     calibrate: bool = True
     initial_confidence: float = 0.95
-    lr_schedule: str = "constant"
+    lr_schedule: LRSchedule = "constant"
     warmup_steps: int | None = None
     warmup_fraction: float = 0.05
     min_lr: float = 0.0
