@@ -22,7 +22,7 @@ def check_known_fields(cls: Any, data: Mapping[str, Any], what: str) -> None:
 #: today's default (a run saved before the fast volatility signal had none).
 LEGACY_VALUES: dict[str, dict[str, Any]] = {
     "data": {"fast_window": 0},
-    "model": {"output": "direct", "learn_spread": False, "vol_signals": 0},
+    "model": {"output": "direct", "learn_spread": False, "vol_signals": 0, "sort_quantiles": False},
     "training": {"validate_initial": False, "calibrate": False, "initial_confidence": 0.0},
 }
 

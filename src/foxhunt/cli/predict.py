@@ -13,7 +13,7 @@ from foxhunt.cli.common import add_data_file_arguments, read_frame
 from foxhunt.runs import LoadedRun
 from foxhunt.serving import load_run
 from foxhunt.storage import atomic_write_bytes
-from foxhunt.task import bp_per_unit
+from foxhunt.task import bp_per_unit, check_coherent
 
 
 def register(sub: Any) -> None:
@@ -34,6 +34,7 @@ def forecast_table(loaded: LoadedRun, frame: pd.DataFrame) -> pd.DataFrame:
     with torch.no_grad():
         out = loaded.model(latest.batch)
     quantiles = out.quantiles.numpy() * bp_per_unit(loaded.preprocessor)
+    check_coherent(quantiles, "predict")
     rows = []
     for b, symbol in enumerate(latest.symbols):
         for step, when in enumerate(latest.timestamps_for(b)):
