@@ -226,6 +226,15 @@ class Trainer:
             self.model.load_state_dict(self.best_weights)
         return state
 
+    def request_stop(self, reason: str) -> None:
+        """End training after the current epoch, as an early stop does: the job then keeps
+        the best weights, scores the test split and writes a complete run folder. For a
+        callback (an Optuna pruner, a time limit); raising instead would leave the run folder
+        half-written."""
+        if not self.state.stopped_early:
+            log.info("stopping after epoch %d: %s", self.state.epoch, reason)
+        self.state.stopped_early = True
+
     def validate_initial(self) -> None:
         """Score the untrained weights on validation; they become the best so far."""
         state = self.state
