@@ -31,6 +31,8 @@ log = logging.getLogger("foxhunt.tune")
 
 #: failed trials in a row (bad combinations, diverged training) before a worker gives up
 MAX_FAILURES_IN_A_ROW = 5
+#: tries to open the database (workers starting together race to create its tables)
+OPEN_ATTEMPTS = 5
 
 
 def storage_url(tune: TuneConfig, output_dir: Path) -> str:
@@ -40,34 +42,42 @@ def storage_url(tune: TuneConfig, output_dir: Path) -> str:
 def open_study(tune: TuneConfig, output_dir: Path) -> optuna.Study:
     """Create the study, or load it: a restarted or second worker joins it."""
     url = storage_url(tune, output_dir)
-    # SQLite lets one writer in at a time; workers wait for the lock instead of failing
-    engine = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else None
     # one line per trial is ours; optuna would add a traceback for every failed trial
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
-    try:
-        storage = RDBStorage(
-            url,
-            engine_kwargs=engine,
-            heartbeat_interval=tune.heartbeat,
-            heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=1),
-        )
-        return optuna.create_study(
-            storage=storage,
-            study_name=tune.study_name,
-            direction="minimize",
-            pruner=make_pruner(tune),
-            sampler=optuna.samplers.TPESampler(seed=tune.sampler_seed),
-            load_if_exists=True,
-        )
-    except (ImportError, ValueError) as exc:  # a driver not installed, a malformed URL
-        raise ConfigError(f"--storage {url}: {' '.join(str(exc).split())[:200]}") from None
-    except Exception as exc:  # sqlalchemy's OperationalError: no such host, folder, database
-        if type(exc).__module__.startswith("sqlalchemy"):
-            raise ConfigError(
-                f"--storage {url}: cannot open it ({str(exc).splitlines()[0]})"
-            ) from None
-        raise
+    for attempt in range(OPEN_ATTEMPTS):
+        try:
+            return _open(tune, url)
+        except (ImportError, ValueError) as exc:  # a driver not installed, a malformed URL
+            raise ConfigError(f"--storage {url}: {' '.join(str(exc).split())[:200]}") from None
+        except Exception as exc:  # sqlalchemy's: no such host, folder, database; a race
+            if not type(exc).__module__.startswith("sqlalchemy"):
+                raise
+            if attempt == OPEN_ATTEMPTS - 1:
+                first = str(exc).splitlines()[0]
+                raise ConfigError(f"--storage {url}: cannot open it ({first})") from None
+            # workers that start together race to create the tables: the loser finds them
+            time.sleep(0.2 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def _open(tune: TuneConfig, url: str) -> optuna.Study:
+    # SQLite lets one writer in at a time; workers wait for the lock instead of failing
+    engine = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else None
+    storage = RDBStorage(
+        url,
+        engine_kwargs=engine,
+        heartbeat_interval=tune.heartbeat,
+        heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=1),
+    )
+    return optuna.create_study(
+        storage=storage,
+        study_name=tune.study_name,
+        direction="minimize",
+        pruner=make_pruner(tune),
+        sampler=optuna.samplers.TPESampler(seed=tune.sampler_seed),
+        load_if_exists=True,
+    )
 
 
 def count(study: optuna.Study, states: tuple[TrialState, ...]) -> int:
