@@ -14,6 +14,7 @@ from optuna.trial import TrialState
 from foxhunt.data import PreparedData
 from foxhunt.runs import METRICS_FILE, WEIGHTS_FILE
 from foxhunt.tune import TuneConfig, open_study, parse_space, run_study, trial_dir
+from foxhunt.tune.objective import FoldPruning
 from foxhunt.tune.pruning import PruningCallback
 from helpers import fitted, make_trainer, tiny_data, tiny_model, tiny_run, tiny_training
 
@@ -66,7 +67,7 @@ def test_the_callback_reports_each_epoch_and_stops_a_worse_trial() -> None:
 def test_a_study_prunes_the_clearly_worse_choice(tmp_path: Path) -> None:
     """The untrained "direct" head forecasts far worse than the volatility baseline's; after
     two baseline trials the median pruner stops the direct one after its first epoch."""
-    base = tiny_run(training=tiny_training(epochs=3, max_steps_per_epoch=2))
+    base = tiny_run(training=tiny_training(epochs=2, max_steps_per_epoch=2))
     space = parse_space({"model.output": {"choices": ["baseline", "direct"]}}, base)
     tune = TuneConfig(trials=3, pruner="median", startup_trials=2, keep="all", heartbeat=1)
     study = open_study(tune, tmp_path)
@@ -77,8 +78,22 @@ def test_a_study_prunes_the_clearly_worse_choice(tmp_path: Path) -> None:
     assert [t.state for t in trials] == [TrialState.COMPLETE] * 2 + [TrialState.PRUNED]
     pruned = trials[2]
     assert pruned.params == {"model.output": "direct"} and pruned.user_attrs["pruned_at"] == 0
-    # stopped cleanly: a complete run folder that trained one epoch of three
+    # stopped cleanly: a complete run folder that trained one epoch of two
     metrics = json.loads((trial_dir(tmp_path, 2) / METRICS_FILE).read_text())
     assert metrics["training"]["epochs_run"] == 1 and metrics["training"]["stopped_early"]
-    assert pruned.user_attrs["config"]["training"]["epochs"] == 3
+    assert pruned.user_attrs["config"]["training"]["epochs"] == 2
     assert (trial_dir(tmp_path, 2) / WEIGHTS_FILE).is_file()
+
+
+def test_a_pruned_fold_is_the_backtests_last() -> None:
+    """With --backtest, fold k reports at steps k * epochs + epoch; once a fold was pruned the
+    next fold's callbacks are never handed out: the backtest stops between folds."""
+    trial = optuna.create_study().ask()
+    folds = FoldPruning(trial, epochs=2, extra=())
+    first = folds(0)[0]
+    second = folds(1)[0]
+    assert (first.offset, second.offset) == (0, 2) and folds.pruned_at() is None
+    second.pruned_at = 3
+    with pytest.raises(FoldPruning.Stop):
+        folds(2)
+    assert folds.pruned_at() == 3

@@ -63,14 +63,15 @@ def test_a_study_keeps_the_best_trial_and_writes_its_config(
 def test_running_again_continues_the_study(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert tune(tmp_path, "--trials", "2", "--keep", "all") == 0
-    assert tune(tmp_path, "--trials", "2", "--keep", "all") == 0  # already done: no trial
-    assert tune(tmp_path, "--trials", "3", "--keep", "all") == 0  # one more
+    assert tune(tmp_path, "--trials", "1", "--keep", "all") == 0
+    assert tune(tmp_path, "--trials", "1", "--keep", "all") == 0  # already done: no trial
+    assert tune(tmp_path, "--trials", "2", "--keep", "all") == 0  # one more
     out = capsys.readouterr().out
     assert [line for line in out.splitlines() if line.startswith("trial ")][-1].startswith(
-        "trial 2:"
+        "trial 1:"
     )
+    assert sum(line.startswith("trial ") for line in out.splitlines()) == 2
     trials = study_of(tmp_path).get_trials()
-    assert [t.number for t in trials] == [0, 1, 2]
+    assert [t.number for t in trials] == [0, 1]
     assert all(t.state == TrialState.COMPLETE for t in trials)
-    assert len(list((tmp_path / "study").glob("trial-*"))) == 3  # --keep all
+    assert len(list((tmp_path / "study").glob("trial-*"))) == 2  # --keep all
