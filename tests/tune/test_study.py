@@ -75,3 +75,16 @@ def test_running_again_continues_the_study(
     assert [t.number for t in trials] == [0, 1]
     assert all(t.state == TrialState.COMPLETE for t in trials)
     assert len(list((tmp_path / "study").glob("trial-*"))) == 2  # --keep all
+
+
+def test_a_folder_holds_one_studys_trials(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "study"
+    folder.mkdir()
+    (folder / "study.json").write_text('{"storage": "sqlite:///elsewhere.db", "study_name": "a"}')
+    (folder / "trial-0000").mkdir()  # study a's trial: never this study's to replace
+    assert tune(tmp_path, "--trials", "1") == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "'a'" in err and "--output-dir" in err, err
+    assert (folder / "trial-0000").is_dir() and not (folder / "study.db").exists()

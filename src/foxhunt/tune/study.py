@@ -21,6 +21,8 @@ from optuna.trial import FrozenTrial, TrialState
 
 from foxhunt.errors import ConfigError, FoxhuntError
 from foxhunt.runs import RunConfig
+from foxhunt.storage import atomic_write_json
+from foxhunt.storage.bounded import read_json_bounded
 from foxhunt.tune.config import TuneConfig
 from foxhunt.tune.objective import COUNTED, FINISHED, Objective, Surplus, TrialCallbacks
 from foxhunt.tune.pruning import make_pruner
@@ -31,6 +33,7 @@ log = logging.getLogger("foxhunt.tune")
 
 #: failed trials in a row (bad combinations, diverged training) before a worker gives up
 MAX_FAILURES_IN_A_ROW = 5
+STUDY_FILE = "study.json"
 #: tries to open the database (workers starting together race to create its tables)
 OPEN_ATTEMPTS = 5
 
@@ -80,6 +83,25 @@ def _open(tune: TuneConfig, url: str) -> optuna.Study:
     )
 
 
+def claim_folder(output_dir: Path, tune: TuneConfig) -> None:
+    """DIR/study.json names the study whose trials DIR holds: another study's trial-0000
+    would be this one's, and --keep best would delete the other's folders."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(storage_url(tune, output_dir)).render_as_string(hide_password=True)
+    mine = {"storage": url, "study_name": tune.study_name}
+    path = output_dir / STUDY_FILE
+    if path.is_file():
+        held = read_json_bounded(path)
+        if held != mine:
+            raise ConfigError(
+                f"{output_dir} holds the trials of study {held.get('study_name')!r} in "
+                f"{held.get('storage')}; use another --output-dir for {tune.study_name!r} in {url}"
+            )
+        return
+    atomic_write_json(path, mine)
+
+
 def count(study: optuna.Study, states: tuple[TrialState, ...]) -> int:
     return len(study.get_trials(deepcopy=False, states=states))
 
@@ -98,6 +120,7 @@ def run_study(
     if base.data.val_fraction <= 0:
         raise ConfigError("tuning scores validation loss: --val-fraction must be > 0")
     output_dir.mkdir(parents=True, exist_ok=True)
+    claim_folder(output_dir, tune)
     study = open_study(tune, output_dir)
     objective = Objective(base, space, output_dir, tune, extra_callbacks)
     failures: list[FrozenTrial] = []
