@@ -130,7 +130,7 @@ def run_study(
             failures.append(trial)
         elif trial.state in FINISHED:
             failures.clear()
-        print(trial_line(study, trial, tune.trials), flush=True)
+        print(trial_line(study, trial, tune), flush=True)
         after_trial(study, output_dir, tune)
 
     waited = False
@@ -154,13 +154,14 @@ def run_study(
     return study
 
 
-def trial_line(study: optuna.Study, trial: FrozenTrial, trials: int) -> str:
+def trial_line(study: optuna.Study, trial: FrozenTrial, tune: TuneConfig) -> str:
     """trial 7: training.lr=0.0031 model.hidden_size=16 -> 0.1712 | best 0.1690 (trial 3) | 5/8"""
     params = " ".join(f"{k}={_short(v)}" for k, v in trial.params.items())
     if trial.state == TrialState.COMPLETE:
         outcome = f"{trial.value:.4f}"
     elif trial.state == TrialState.PRUNED:
-        outcome = f"pruned at epoch {trial.user_attrs.get('pruned_at', '?')}"
+        unit = "epoch" if tune.backtest is None else "step"  # a backtest's: k * epochs + epoch
+        outcome = f"pruned at {unit} {trial.user_attrs.get('pruned_at', '?')}"
     elif trial.user_attrs.get("surplus"):
         outcome = "not run (the study was full)"
     else:
@@ -168,7 +169,8 @@ def trial_line(study: optuna.Study, trial: FrozenTrial, trials: int) -> str:
     best = best_of(study)
     best_text = f"best {best.value:.4f} (trial {best.number})" if best else "no best yet"
     done = count(study, FINISHED)
-    return f"trial {trial.number}: {params} -> {outcome} | {best_text} | {done}/{trials}"
+    head = f"trial {trial.number}: {params}".rstrip()
+    return f"{head} -> {outcome} | {best_text} | {done}/{tune.trials}"
 
 
 def _short(value: Any) -> str:
