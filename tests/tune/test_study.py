@@ -12,7 +12,7 @@ from optuna.trial import TrialState
 
 from foxhunt.cli import main
 from foxhunt.runs import RunConfig
-from foxhunt.tune import BEST_FILE, TuneConfig, open_study
+from foxhunt.tune import BEST_FILE, TuneConfig, open_study, read_config_yaml
 from foxhunt.tune.report import HISTORY_PLOT, IMPORTANCE_PLOT, TRIALS_FILE
 from helpers import TINY_CLI, tiny_job
 
@@ -58,6 +58,7 @@ def test_a_study_keeps_the_best_trial_and_writes_its_config(
     assert config.model.hidden_size == best.params["model.hidden_size"]
     result = tiny_job(tmp_path / "retrained", config)
     assert result.metrics["training"]["best_val_loss"] == pytest.approx(best.value, rel=1e-6)
+    assert read_config_yaml(tmp_path / "retrained" / "config.json") == config  # --config takes it
 
 
 def test_running_again_continues_the_study(

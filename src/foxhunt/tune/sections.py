@@ -71,7 +71,7 @@ def config_from_mapping(raw: Any, where: str) -> RunConfig:
     value-then of ``config_fields.LEGACY_VALUES``, which is for saved runs)."""
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where}: expected sections data, model, training; got {raw!r:.60}")
-    unknown = sorted(set(raw) - {*SECTIONS, "model_class"})
+    unknown = sorted(set(raw) - {*SECTIONS, "model_class", "versions"})  # config.json's too
     if unknown:
         raise ConfigError(f"{where}: unknown sections {unknown}; valid: data, model, training")
     given: dict[str, dict[str, Any]] = {}
