@@ -89,3 +89,9 @@ def test_a_folder_holds_one_studys_trials(
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "'a'" in err and "--output-dir" in err, err
     assert (folder / "trial-0000").is_dir() and not (folder / "study.db").exists()
+
+
+def test_a_bad_storage_url_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert tune(tmp_path, "--trials", "1", "--storage", "study.db") == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--storage study.db" in err, err

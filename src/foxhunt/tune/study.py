@@ -87,8 +87,15 @@ def claim_folder(output_dir: Path, tune: TuneConfig) -> None:
     """DIR/study.json names the study whose trials DIR holds: another study's trial-0000
     would be this one's, and --keep best would delete the other's folders."""
     from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
 
-    url = make_url(storage_url(tune, output_dir)).render_as_string(hide_password=True)
+    try:
+        url = make_url(storage_url(tune, output_dir)).render_as_string(hide_password=True)
+    except ArgumentError:
+        raise ConfigError(
+            f"--storage {tune.storage}: not a SQLAlchemy URL; use dialect[+driver]://..., "
+            "e.g. sqlite:///study.db or postgresql://user@host/db"
+        ) from None
     mine = {"storage": url, "study_name": tune.study_name}
     path = output_dir / STUDY_FILE
     if path.is_file():
