@@ -222,6 +222,9 @@ class Trainer:
             state.finish_epoch(record, epochs=config.epochs, patience=config.patience)
             self.sampler.set_position(state.epoch, state.batch_in_epoch)
             notify(self.callbacks, "on_epoch_end", self, record)
+            if self.world_size > 1:  # callbacks run on the main rank: a stop is every rank's
+                stop = all_reduce_sum([float(state.stopped_early)], self.device)[0]
+                state.stopped_early = stop > 0
         if self.best_weights is not None:
             self.model.load_state_dict(self.best_weights)
         return state
