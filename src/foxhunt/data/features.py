@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from foxhunt.data.calendar import SESSION_FEATURES, session_features
+from foxhunt.data.calendar import SESSION_FEATURES, check_calendar_name, session_features
 
 BASE_OBSERVED = ("log_return", "log_range", "close_open", "log_volume")
 CALENDAR = ("minute_sin", "minute_cos", "weekday_sin", "weekday_cos")
@@ -64,11 +64,14 @@ class FeatureSpec:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FeatureSpec:
+        calendar = data.get("calendar")  # absent before calendars: none
+        if calendar is not None:
+            check_calendar_name(calendar, "preprocessor spec.calendar")
         return cls(
             volatility_windows=tuple(int(w) for w in data["volatility_windows"]),
             observed_columns=tuple(data["observed_columns"]),
             known_columns=tuple(data["known_columns"]),
-            calendar=data.get("calendar"),  # absent before calendars: none
+            calendar=calendar,
         )
 
 
