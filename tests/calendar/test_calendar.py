@@ -137,3 +137,13 @@ def test_runs_saved_before_calendars_load_without_one(tmp_path: Path) -> None:
     times, _ = _future_inputs(old, bars[bars["timestamp"] <= ny("2026-04-24 16:55")])
     assert times[0] == ny("2026-04-24 17:00")  # extrapolated, as before calendars
     assert DataConfig(**with_legacy_values("data", {})).calendar == "none"
+
+
+def test_a_resumed_run_keeps_its_calendar(tmp_path: Path) -> None:
+    bars = calendar_bars("2026-04-05", "2026-04-25")
+    p = _prepared(tmp_path, bars)
+    path = tmp_path / "bars.parquet"
+    again = prepare_data(DataConfig(path=path, **SMALL), preprocessor=p)  # auto: the saved one
+    assert again.preprocessor.spec.calendar == CME_EQUITY
+    with pytest.raises(ConfigError, match=r"DataConfig.calendar='none' differs from the saved"):
+        prepare_data(DataConfig(path=path, calendar="none", **SMALL), preprocessor=p)

@@ -3,6 +3,7 @@
 
 import contextlib
 import io
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -61,3 +62,34 @@ def test_predict_uses_the_future_file(
     args = ["predict", str(folder), "--parquet-file", str(bars), "--future-file", str(short)]
     assert main(args) == 2
     assert "no row for symbol 'ES' at 2026-04-26 18:15:00-04:00" in capsys.readouterr().err
+
+
+def test_a_run_saved_before_calendars_predicts_as_before(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """config.json without calendar/cross_breaks and a version-2 preprocessor.json (no
+    calendar) load: forecast times extrapolated from the bar spacing, no session inputs."""
+    bars = calendar_bars("2026-04-05", "2026-04-25", seed=3)
+    bars = bars[bars["timestamp"] <= pd.Timestamp("2026-04-24 16:55", tz=NY)]
+    bars.to_parquet(tmp_path / "bars.parquet")
+    args = ["train", "--parquet-file", str(tmp_path / "bars.parquet"), *TINY_CLI]
+    args += ["--calendar", "none", "--epochs", "1", "--max-steps-per-epoch", "2"]
+    assert main([*args, "--no-report", "--output-dir", str(tmp_path / "run")]) == 0
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    del config["data"]["calendar"], config["data"]["cross_breaks"]
+    (tmp_path / "run" / "config.json").write_text(json.dumps(config))
+    pre = json.loads((tmp_path / "run" / "preprocessor.json").read_text())
+    del pre["cross_breaks"], pre["spec"]["calendar"]
+    pre["version"] = 2
+    (tmp_path / "run" / "preprocessor.json").write_text(json.dumps(pre))
+    capsys.readouterr()
+    out = tmp_path / "fc.csv"
+    predict = ["predict", str(tmp_path / "run"), "--parquet-file", str(tmp_path / "bars.parquet")]
+    assert main([*predict, "--output", str(out)]) == 0
+    assert "times extrapolated from the bar spacing" in capsys.readouterr().out
+    stamps = pd.to_datetime(pd.read_csv(out)["timestamp"], utc=True).dt.tz_convert(NY)
+    assert stamps.iloc[0] == pd.Timestamp("2026-04-24 17:00", tz=NY)
+    pre["spec"]["calendar"] = "Mars"
+    (tmp_path / "run" / "preprocessor.json").write_text(json.dumps(pre))
+    assert main(predict) == 2
+    assert "preprocessor.json: preprocessor spec.calendar='Mars'" in capsys.readouterr().err

@@ -165,6 +165,11 @@ def check_compatible(preprocessor: Preprocessor, config: DataConfig, spec: Featu
         "cross_breaks": (config.cross_breaks, preprocessor.cross_breaks),
         "max_gap": (wanted_gap, saved_gap),
     }
+    if config.calendar != "auto":  # "auto" takes the saved run's calendar
+        pairs["calendar"] = (
+            None if config.calendar == NONE else config.calendar,
+            preprocessor.spec.calendar,
+        )
     for name, (wanted, saved) in pairs.items():
         if wanted != saved and not (name == "max_gap" and config.max_gap == "auto"):
             raise ConfigError(
