@@ -147,3 +147,19 @@ def test_a_resumed_run_keeps_its_calendar(tmp_path: Path) -> None:
     assert again.preprocessor.spec.calendar == CME_EQUITY
     with pytest.raises(ConfigError, match=r"DataConfig.calendar='none' differs from the saved"):
         prepare_data(DataConfig(path=path, calendar="none", **SMALL), preprocessor=p)
+
+
+def test_future_values_by_symbol_and_time() -> None:
+    from foxhunt.data.future import future_known_values
+    from foxhunt.errors import DataError
+
+    t = pd.date_range("2026-04-26 18:00", periods=2, freq="5min", tz=NY)
+    ns = np.stack([t.as_unit("ns").asi8] * 2)  # [B=2, H=2]
+    rows = pd.DataFrame({"timestamp": t.append(t), "symbol": ["ES", "ES", "NQ", "NQ"]})
+    rows = rows.assign(event=[1.0, 2.0, 3.0, 4.0])
+    got = future_known_values(rows, ("event",), ("NQ", "ES"), ns)
+    np.testing.assert_array_equal(got[:, 0], [3.0, 4.0, 1.0, 2.0])  # symbol-major
+    with pytest.raises(DataError, match="not a finite number at a forecast bar of 'ES'"):
+        future_known_values(rows.assign(event="x"), ("event",), ("ES",), ns[:1])
+    with pytest.raises(DataError, match=r"known columns \['rain'\] not found"):
+        future_known_values(rows, ("rain",), ("ES",), ns[:1])

@@ -66,8 +66,14 @@ def future_known_values(
                 f"bar; the file needs the known columns at all {times_ns.shape[1]} forecast "
                 f"bars: {[str(pd.Timestamp(int(t), tz='UTC').tz_convert(tz)) for t in times_ns[b]]}"
             )
-        values = table.loc[wanted, list(columns)].to_numpy(dtype=np.float64)
+        try:
+            values = table.loc[wanted, list(columns)].to_numpy(dtype=np.float64)
+        except (ValueError, TypeError):
+            values = np.full((len(wanted), len(columns)), np.nan)  # text: refused below
         if not np.isfinite(values).all():
-            raise DataError(f"{source}: known columns {list(columns)} hold a non-finite value")
+            raise DataError(
+                f"{source}: known columns {list(columns)} hold a value that is not a finite "
+                f"number at a forecast bar of {symbol!r}; fix the file"
+            )
         out[b * times_ns.shape[1] : (b + 1) * times_ns.shape[1]] = values
     return out
