@@ -49,7 +49,7 @@ ALLOWED = {
     "transforms": {"batch", "config_fields", "cpp_kernels", "errors", "model", "quant"},
     # the run folder knows no quantization: exports/int8.py reads runs, and serving.py (above
     # both) chooses between a run and its int8 export
-    "runs": {"baselines", "data", "errors", "model", "storage", "training"},
+    "runs": {"baselines", "config_fields", "data", "errors", "model", "storage", "training"},
     "serving": {"exports", "runs"},
 }
 
