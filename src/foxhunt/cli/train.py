@@ -50,6 +50,19 @@ def register(sub: Any) -> None:
         help='largest time between bars inside a window ("10min"); "auto" = 1.5x the bar '
         'spacing; "none" lets windows straddle session gaps',
     )
+    d.add_argument(
+        "--calendar",
+        default="auto",
+        help='exchange calendar (docs/calendars.md): "auto" infers it from the symbol column '
+        '(ES, NQ, RTY, YM and micros -> "CME Globex Equity"), "none", or a '
+        "pandas_market_calendars name; saved with the run for predict and evaluate",
+    )
+    d.add_argument(
+        "--cross-breaks",
+        action="store_true",
+        help="let windows cross the calendar's scheduled closures (daily break, weekends, "
+        "holidays): gaps are measured in trading time, so only missing bars split windows",
+    )
     d.add_argument("--val-fraction", type=float, default=0.15)
     d.add_argument("--test-fraction", type=float, default=0.15)
     d.add_argument("--observed-columns", type=csv_tuple, default=(), help="extra past inputs")

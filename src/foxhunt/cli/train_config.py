@@ -37,6 +37,8 @@ def run_config_from_args(args: argparse.Namespace) -> RunConfig:
         lookback=args.lookback,
         horizon=args.horizon,
         max_gap=max_gap,
+        calendar=args.calendar,
+        cross_breaks=args.cross_breaks,
         val_fraction=args.val_fraction,
         test_fraction=args.test_fraction,
         observed_columns=args.observed_columns,
