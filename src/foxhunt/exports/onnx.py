@@ -263,6 +263,8 @@ def _spec(
         "bar_spacing_ns": pre["bar_spacing_ns"],
         "max_gap_ns": pre["max_gap_ns"],
         "timezone": pre["timezone"],
+        # the exchange calendar of the session features and forecast times (docs/calendars.md)
+        "calendar": pre["spec"].get("calendar"),
         "volatility": {
             "profile": profile,
             "baseline_window": pre.get("baseline_window"),
@@ -272,7 +274,8 @@ def _spec(
                 "past": "(x - mean) / std per feature, features in features.past order; "
                 "when mean/std hold one list per symbol, the row of the bar's symbol (its "
                 "index in symbols)",
-                "future": "the known (calendar) features of the next H bars, scaled likewise",
+                "future": "the known (calendar) features of the next H bars that trade on "
+                "`calendar` (docs/calendars.md), scaled likewise",
                 "adjusted": "r[t] / profile.values[minute_of_day(t) // bucket_minutes] (with "
                 "one curve per symbol: profile.values[symbol][...]); "
                 "r = log return, NaN across a gap > max_gap_ns",
