@@ -161,3 +161,20 @@ def test_a_second_run_shape_exports_fp32_and_int8(
     int8 = _export(runs["qat"], "--onnx", "--int8")
     want = _predictions(runs["qat"], bars_file, trained=True)
     assert np.abs(_predictions(int8, bars_file) - want).max() <= 0.01 * np.ptp(want)
+
+
+def test_calibrating_without_the_training_bars_exits_2_with_one_line(
+    fp32_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "moved"
+    run.mkdir()
+    for p in fp32_run.iterdir():
+        if p.is_file():
+            (run / p.name).write_bytes(p.read_bytes())
+    config = json.loads((run / "config.json").read_text())
+    config["data"]["path"] = str(tmp_path / "gone.parquet")
+    (run / "config.json").write_text(json.dumps(config))
+    capsys.readouterr()
+    assert main(["export", "--onnx", "--int8", str(run), "--output", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--qat" in err[0], err
