@@ -6,11 +6,15 @@ import argparse
 import json
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from foxhunt.cli import train as train_cli
+from foxhunt.cli.common import share_options
 from foxhunt.errors import ConfigError
 from foxhunt.input_path import check_readable_file
+
+if TYPE_CHECKING:
+    from foxhunt.backtest import BacktestConfig
 
 log = logging.getLogger("foxhunt.backtest")
 
@@ -19,23 +23,9 @@ SHARED_GROUPS = ("data file", "data", "model", "training")
 NOT_SHARED = ("test_fraction",)  # the folds cut the test spans
 
 
-def _train_options(p: argparse.ArgumentParser) -> None:
-    """Copy the data, model and training flags of `foxhunt train`, one definition for both."""
-    scratch = argparse.ArgumentParser(add_help=False).add_subparsers()
-    train_cli.register(scratch)
-    source = scratch.choices["train"]
-    for group in source._action_groups:
-        if group.title not in SHARED_GROUPS:
-            continue
-        target = p.add_argument_group(group.title)
-        for action in group._group_actions:
-            if action.dest not in NOT_SHARED:
-                target._add_action(action)
-
-
 def register(sub: Any) -> None:
     p = sub.add_parser("backtest", help="walk-forward backtest: folds, baselines and a signal")
-    _train_options(p)
+    share_options(p, train_cli, SHARED_GROUPS, skip=NOT_SHARED)
     b = p.add_argument_group("backtest (see docs/backtest.md)")
     b.add_argument("--folds", type=int, default=4, help="test spans, at the end of the file")
     b.add_argument("--scheme", default="expanding", choices=["expanding", "rolling"])
@@ -61,21 +51,35 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from foxhunt.backtest import BacktestConfig, CostModel, run_backtest
+    from foxhunt.backtest import run_backtest
 
     if args.data_file is not None:
         check_readable_file(args.data_file)
+    config = train_cli.run_config_from_args(args)
+    result = run_backtest(config, args.output_dir, backtest_config_from_args(args))
+    print(summary_table(result))
+    print(f"backtest saved to {args.output_dir / 'backtest.json'}")
+    if not args.no_report:
+        from foxhunt.backtest.report import write_backtest_report
+
+        print(f"report: {write_backtest_report(args.output_dir, result)}")
+    return 0
+
+
+def backtest_config_from_args(args: argparse.Namespace, **overrides: Any) -> BacktestConfig:
+    """The backtest group's and the signal costs' flags (``foxhunt tune --backtest`` too)."""
+    from foxhunt.backtest import BacktestConfig, CostModel
+
     if args.tick_size <= 0 or args.point_value <= 0:
         raise ConfigError("--tick-size and --point-value must be > 0")
-    config = train_cli.run_config_from_args(args)
-    bt = BacktestConfig(
+    fields = dict(
         folds=args.folds,
         scheme=args.scheme,
         test_size=args.test_size,
         embargo=args.embargo,
         refit=args.refit,
-        jobs=args.jobs,
-        trials=args.trials,
+        jobs=getattr(args, "jobs", 1),
+        trials=getattr(args, "trials", 1),
         resamples=args.resamples,
         checkpoint_every=args.checkpoint_every,
         costs=CostModel(
@@ -85,14 +89,7 @@ def run(args: argparse.Namespace) -> int:
             point_value=args.point_value,
         ),
     )
-    result = run_backtest(config, args.output_dir, bt)
-    print(summary_table(result))
-    print(f"backtest saved to {args.output_dir / 'backtest.json'}")
-    if not args.no_report:
-        from foxhunt.backtest.report import write_backtest_report
-
-        print(f"report: {write_backtest_report(args.output_dir, result)}")
-    return 0
+    return BacktestConfig(**{**fields, **overrides})
 
 
 def summary_table(result: dict[str, Any]) -> str:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Collection
 from pathlib import Path
+from types import ModuleType
 
 import pandas as pd
 
@@ -56,3 +58,28 @@ def read_frame(args: argparse.Namespace, preprocessor_timezone: str | None = Non
         timezone=args.timezone or preprocessor_timezone,
         timestamp_column=args.timestamp_column,
     )
+
+
+def share_options(
+    target: argparse.ArgumentParser,
+    command: ModuleType,
+    groups: Collection[str],
+    *,
+    skip: Collection[str] = (),
+) -> dict[str, object]:
+    """Add to ``target`` the flags of ``command``'s argument ``groups`` (by title), the same
+    action objects (one definition for both commands), but those whose dest is in ``skip``.
+    Returns each added flag's dest and default."""
+    scratch = argparse.ArgumentParser(add_help=False).add_subparsers()
+    command.register(scratch)
+    (source,) = scratch.choices.values()
+    added: dict[str, object] = {}
+    for group in source._action_groups:
+        if group.title not in groups:
+            continue
+        into = target.add_argument_group(group.title)
+        for action in group._group_actions:
+            if action.dest not in skip:
+                into._add_action(action)
+                added[action.dest] = action.default
+    return added
