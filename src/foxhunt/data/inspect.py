@@ -78,7 +78,8 @@ def _contracts(frame: pd.DataFrame, column: str) -> dict[str, Any]:
     """Each symbol's contracts (first and last bar) and the volume-crossover rolls between them."""
     spans = frame.groupby(["symbol", column], sort=False)["timestamp"].agg(["min", "max", "size"])
     listed: dict[str, list[dict[str, Any]]] = {}
-    for (symbol, contract), row in spans.sort_values("min").iterrows():
+    for key, row in spans.sort_values("min").iterrows():
+        symbol, contract = key  # type: ignore[misc]  # a (symbol, contract) pair
         listed.setdefault(str(symbol), []).append(
             {
                 "contract": str(contract),
