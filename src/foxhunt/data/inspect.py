@@ -79,10 +79,10 @@ def _contracts(frame: pd.DataFrame, column: str) -> dict[str, Any]:
     spans = frame.groupby(["symbol", column], sort=False)["timestamp"].agg(["min", "max", "size"])
     listed: dict[str, list[dict[str, Any]]] = {}
     for key, row in spans.sort_values("min").iterrows():
-        symbol, contract = key  # type: ignore[misc]  # a (symbol, contract) pair
-        listed.setdefault(str(symbol), []).append(
+        pair: tuple[Any, Any] = key  # type: ignore[assignment]  # (symbol, contract)
+        listed.setdefault(str(pair[0]), []).append(
             {
-                "contract": str(contract),
+                "contract": str(pair[1]),
                 "first": str(row["min"]),
                 "last": str(row["max"]),
                 "bars": int(row["size"]),
