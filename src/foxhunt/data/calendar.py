@@ -14,8 +14,9 @@ import functools
 import logging
 import re
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -42,6 +43,11 @@ _PAD = pd.Timedelta(days=10)  # sessions loaded around the bars: a long weekend 
 _AHEAD = pd.Timedelta(days=40)  # and after them, for the forecast bars
 
 
+#: a run's resolved calendar: one name for every symbol, (symbol, name) pairs for symbols on
+#: different calendars (a symbol not listed has none), or None (no calendar)
+Calendar: TypeAlias = str | tuple[tuple[str, str], ...] | None
+
+
 def calendar_names() -> list[str]:
     import pandas_market_calendars as pmc  # slow to import: only when a calendar is used
 
@@ -66,30 +72,127 @@ def symbol_root(symbol: str) -> str:
 
 def infer_calendar(symbols: Iterable[str], source: str) -> str | None:
     """The calendar every symbol maps to, or None (with a warning saying how to set one)."""
-    symbols = sorted(set(symbols))
-    found = {SYMBOL_CALENDARS.get(symbol_root(s)) for s in symbols}
-    if len(found) == 1 and None not in found:
-        name = found.pop()
-        log.info("%s: calendar %r inferred from symbols %s", source, name, symbols)
-        return name
-    log.warning(
-        "%s: no exchange calendar for symbols %s (known: %s); forecast times are extrapolated "
-        "and no session features are used; pass --calendar NAME (e.g. %r) or --calendar none",
-        source,
-        symbols,
-        ", ".join(sorted(SYMBOL_CALENDARS)),
-        CME_EQUITY,
-    )
-    return None
+    found = resolve_calendar(AUTO, symbols, source)
+    return found if isinstance(found, str) else None
 
 
-def resolve_calendar(setting: str, symbols: Iterable[str], source: str) -> str | None:
-    """A DataConfig.calendar setting ("auto", "none", a name) -> a calendar name or None."""
+def parse_calendar(setting: str | Mapping[str, str], what: str = "DataConfig.calendar") -> str:
+    """A calendar setting checked and in its canonical text: "auto", "none", a name, or a
+    per-symbol mapping (a dict, or "ES=CME Globex Equity,CL=CMEGlobex_Crude") as sorted
+    "SYMBOL=NAME" pairs; a pair's NAME may be "none" (no calendar for that symbol)."""
+    if isinstance(setting, Mapping):
+        pairs = [(str(k), v) for k, v in setting.items()]
+    elif isinstance(setting, str) and "=" in setting:
+        items = [item.split("=", 1) for item in setting.split(",") if item.strip()]
+        pairs = [(k, v) for k, v in items]
+    else:
+        check_calendar_name(setting, what)  # a non-string is refused there
+        return setting
+    for symbol, name in pairs:
+        if not symbol.strip() or not isinstance(name, str) or name.strip() == AUTO:
+            raise ConfigError(
+                f"{what}={setting!r}: each entry must be SYMBOL=NAME with NAME a "
+                "pandas_market_calendars name or none, e.g. 'ES=CME Globex Equity,CL=CMEGlobex_Crude'"
+            )
+        check_calendar_name(name.strip(), f"{what}[{symbol.strip()!r}]")
+    table = {k.strip(): v.strip() for k, v in pairs}
+    if len(table) < len(pairs):
+        raise ConfigError(f"{what}={setting!r}: a symbol is named twice; name each once")
+    return ",".join(f"{k}={v}" for k, v in sorted(table.items()))
+
+
+def setting_table(setting: str) -> dict[str, str] | None:
+    """The per-symbol mapping of a canonical setting ("none" values kept), else None."""
+    if "=" not in setting:
+        return None
+    return {k: v for k, _, v in (item.partition("=") for item in setting.split(","))}
+
+
+def resolve_calendar(setting: str, symbols: Iterable[str], source: str) -> Calendar:
+    """A DataConfig.calendar setting -> the run's `Calendar` for the file's `symbols`.
+
+    "auto" infers each symbol's calendar from its root; a mapping names some (by symbol or
+    root) and infers the rest. One warning names the symbols left without a calendar.
+    """
     if setting == NONE:
         return None
-    if setting == AUTO:
-        return infer_calendar(symbols, source)
-    return setting
+    table = setting_table(setting)
+    if setting != AUTO and table is None:
+        return setting
+    symbols = sorted(set(symbols))
+    table = table or {}
+    unknown = sorted(set(table) - set(symbols) - {symbol_root(s) for s in symbols})
+    if unknown:
+        raise ConfigError(
+            f"{source}: DataConfig.calendar names symbols {unknown} that the file does not "
+            f"hold (its symbols: {symbols}); name only those"
+        )
+    named = {s: table.get(s, table.get(symbol_root(s))) for s in symbols}
+    found = {
+        s: None if n == NONE else n or SYMBOL_CALENDARS.get(symbol_root(s))
+        for s, n in named.items()
+    }
+    without = [s for s, n in found.items() if n is None and named[s] is None]
+    if without:
+        log.warning(
+            "%s: no exchange calendar for symbols %s (known: %s); their forecast times are "
+            "extrapolated and their session features are 0; pass --calendar NAME (e.g. %r), "
+            "SYMBOL=NAME,... or --calendar none",
+            source,
+            without,
+            ", ".join(sorted(SYMBOL_CALENDARS)),
+            CME_EQUITY,
+        )
+    names = set(found.values())
+    if len(names) == 1:  # one calendar (or none) for all: saved as before per-symbol calendars
+        name = names.pop()
+        if name is not None:
+            log.info("%s: calendar %r for symbols %s", source, name, symbols)
+        return name
+    pairs = tuple((s, n) for s, n in found.items() if n is not None)
+    log.info("%s: calendars per symbol %s", source, dict(pairs))
+    return pairs
+
+
+def calendar_for(calendar: Calendar, symbol: str) -> str | None:
+    """The calendar of one symbol's bars."""
+    if calendar is None or isinstance(calendar, str):
+        return calendar
+    return dict(calendar).get(symbol)
+
+
+def calendar_rows(calendar: Calendar, symbols: np.ndarray | None) -> list[tuple[str, np.ndarray]]:
+    """(calendar name, [n] row indices) of each calendar the rows use; `symbols` is the [N]
+    symbol of each row (needed only for per-symbol calendars)."""
+    if calendar is None:
+        return []
+    if isinstance(calendar, str):
+        return [(calendar, np.arange(len(symbols) if symbols is not None else 0))]
+    if symbols is None:
+        raise ValueError("per-symbol calendars need the symbol of each row")
+    out = []
+    for name in sorted({n for _, n in calendar}):
+        wanted = [s for s, n in calendar if n == name]
+        rows = np.flatnonzero(np.isin(np.asarray(symbols, dtype=object), wanted))
+        if len(rows):
+            out.append((name, rows))
+    return out
+
+
+def calendar_to_json(calendar: Calendar) -> str | dict[str, str] | None:
+    return dict(calendar) if isinstance(calendar, tuple) else calendar
+
+
+def calendar_from_json(value: object, what: str) -> Calendar:
+    """A saved calendar (None, a name, or a symbol -> name dict), checked."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        for symbol, name in value.items():
+            check_calendar_name(name, f"{what}[{symbol!r}]")
+        return tuple(sorted((str(k), str(v)) for k, v in value.items()))
+    check_calendar_name(value, what)  # type: ignore[arg-type]
+    return str(value)
 
 
 @dataclass(frozen=True)
@@ -184,16 +287,35 @@ def sessions_for(name: str, times_ns: np.ndarray) -> Sessions:
     return load_sessions(name, int(times_ns.min()), int(times_ns.max()))
 
 
-def session_features(name: str, times_ns: np.ndarray) -> np.ndarray:
-    """[N, 3] `Sessions.features` of calendar `name` at the given UTC ns times."""
+def session_features(
+    calendar: Calendar, times_ns: np.ndarray, symbols: np.ndarray | None = None
+) -> np.ndarray:
+    """[N, 3] `Sessions.features` at the given UTC ns times, each row on its symbol's calendar
+    (`symbols`: [N] names, needed for per-symbol calendars); rows without one get 0."""
+    out = np.zeros((len(times_ns), len(SESSION_FEATURES)))
     if len(times_ns) == 0:
-        return np.zeros((0, len(SESSION_FEATURES)))
-    return sessions_for(name, times_ns).features(times_ns)
+        return out
+    if isinstance(calendar, str):  # every row: as before per-symbol calendars
+        return sessions_for(calendar, times_ns).features(times_ns)
+    for name, rows in calendar_rows(calendar, symbols):
+        out[rows] = sessions_for(name, times_ns[rows]).features(times_ns[rows])
+    return out
 
 
-def gap_clock(times_ns: np.ndarray, name: str | None, cross_breaks: bool) -> np.ndarray:
-    """The times that gaps are measured on: trading time (scheduled closures removed) when
-    windows may cross scheduled breaks, else wall-clock time."""
-    if name is None or not cross_breaks or len(times_ns) == 0:
+def gap_clock(
+    times_ns: np.ndarray,
+    calendar: Calendar,
+    cross_breaks: bool,
+    symbols: np.ndarray | None = None,
+) -> np.ndarray:
+    """The times that gaps are measured on: trading time of each row's calendar (scheduled
+    closures removed) when windows may cross scheduled breaks, else wall-clock time. Only
+    differences within a symbol's rows are meaningful; rows without a calendar keep theirs."""
+    if calendar is None or not cross_breaks or len(times_ns) == 0:
         return times_ns
-    return sessions_for(name, times_ns).clock(times_ns)
+    if isinstance(calendar, str):
+        return sessions_for(calendar, times_ns).clock(times_ns)
+    out = times_ns.copy()
+    for name, rows in calendar_rows(calendar, symbols):
+        out[rows] = sessions_for(name, times_ns[rows]).clock(times_ns[rows])
+    return out

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from foxhunt.config_fields import check_known_fields, with_legacy_values
-from foxhunt.data.calendar import check_calendar_name
+from foxhunt.data.calendar import parse_calendar
 from foxhunt.data.timesplit import TimeSplit
 from foxhunt.errors import ConfigError
 
@@ -195,7 +195,8 @@ class DataConfig:
             raise _fail("roll_adjust", self.roll_adjust, f"use one of {ROLL_METHODS} or None")
         if self.roll_adjust is not None and self.contract_column is None:
             raise _fail("roll_adjust", self.roll_adjust, "needs a contract_column")
-        check_calendar_name(self.calendar)
+        # a per-symbol mapping (a dict from YAML/JSON, or "SYM=NAME,...") becomes sorted text
+        object.__setattr__(self, "calendar", parse_calendar(self.calendar))
         if not isinstance(self.cross_breaks, bool):
             raise _fail("cross_breaks", self.cross_breaks, "must be true or false")
         if self.cross_breaks and self.calendar == "none":
