@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from foxhunt.cli import main
 from foxhunt.data import DataConfig, Preprocessor, prepare_data
 from foxhunt.data.calendar import AUTO, CME_CRUDE, CME_EQUITY, load_sessions, resolve_calendar
 from foxhunt.data.inspect import inspect_bars
@@ -121,3 +122,35 @@ def test_inspect_classes_each_symbols_breaks_on_its_own_calendar(bars: pd.DataFr
         "unexplained": 1,
         "unclassified": 11,
     }
+
+
+def test_inspect_cli_takes_calendars_per_symbol(
+    tmp_path: Path, bars: pd.DataFrame, capsys: pytest.CaptureFixture
+) -> None:
+    path = tmp_path / "mixed.parquet"
+    bars.to_parquet(path)
+    setting = f"ES={CME_EQUITY},CL=none"
+    assert main(["inspect", str(path), "--json", "--calendar", setting]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["calendar"] == {"ES": CME_EQUITY} and list(report["sessions"]) == ["ES"]
+    assert main(["inspect", str(path), "--calendar", f"ZN={CME_EQUITY}"]) == 2
+    assert "names symbols ['ZN'] that the file does not hold" in capsys.readouterr().err
+
+
+def test_single_calendar_runs_are_unchanged(tmp_path: Path, bars: pd.DataFrame) -> None:
+    """A file whose symbols share a calendar, or a run saved as version 3 (one name), gets the
+    same spec, session inputs and forecast times as before per-symbol calendars."""
+    es = bars[bars["symbol"] == "ES"].reset_index(drop=True)
+    p = _prepared(tmp_path, es)
+    assert p.spec.calendar == CME_EQUITY  # saved as a name, as before
+    state = p.state_dict()
+    assert state["spec"]["calendar"] == CME_EQUITY
+    old = Preprocessor.from_state_dict({**state, "version": 3})
+    assert old.spec == p.spec
+    cut = es[es["timestamp"] <= ny("2025-01-20 12:55")]
+    assert old.latest(cut).timestamps_for(0)[0] == ny("2025-01-20 18:00")
+    # the same as the per-symbol run gives ES in the mixed file
+    mixed = _prepared(tmp_path, bars)
+    encoded, alone = mixed.encode(bars, min_rows=1), p.encode(es, min_rows=1)
+    rows = encoded.frame["symbol"].to_numpy() == "ES"
+    np.testing.assert_allclose(encoded.features.inputs[rows], alone.features.inputs, rtol=1e-9)

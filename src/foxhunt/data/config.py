@@ -112,7 +112,11 @@ class DataConfig:
             and the built-in synthetic bars, none with a warning), "none", or a
             pandas_market_calendars name. With one, forecasts are dated at the next bars that
             trade and the session features (minutes to the close, since the open, early
-            close) are known inputs.
+            close) are known inputs. A mixed file under "auto" gives each symbol its own
+            (those it cannot infer: none, one warning). Per symbol: "ES=CME Globex Equity,
+            CL=CMEGlobex_Crude" or a dict in YAML / config.json (NAME "none" = no calendar
+            for that symbol; a symbol matches its own name or its root, ESM6 -> ES), the
+            symbols not named inferred as with "auto"; kept as that text, sorted by symbol.
         cross_breaks: let windows cross the calendar's scheduled closures (daily break,
             weekends, holidays): gaps are then measured in trading time, so only missing bars
             split windows. Needs a calendar; False = every gap over max_gap splits.
