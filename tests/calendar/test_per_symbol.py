@@ -3,6 +3,8 @@ times, gap classes and sessions come from its own calendar. The two CME calendar
 18:00-17:00 ET hours but not the early closes: on Martin Luther King Day 2025 (Monday 20
 January) ES closes at 13:00 ET, CL at 14:30 ET."""
 
+import contextlib
+import io
 import json
 import logging
 from pathlib import Path
@@ -13,10 +15,18 @@ import pytest
 
 from foxhunt.cli import main
 from foxhunt.data import DataConfig, Preprocessor, prepare_data
-from foxhunt.data.calendar import AUTO, CME_CRUDE, CME_EQUITY, load_sessions, resolve_calendar
+from foxhunt.data.calendar import (
+    AUTO,
+    CME_CRUDE,
+    CME_EQUITY,
+    gap_clock,
+    load_sessions,
+    resolve_calendar,
+)
 from foxhunt.data.inspect import inspect_bars
 from foxhunt.data.instruments import generate_instruments
 from foxhunt.errors import ConfigError
+from helpers import TINY_CLI
 
 NY = "America/New_York"
 SMALL = {"lookback": 16, "horizon": 4, "volatility_windows": (6, 12), "baseline_window": 32}
@@ -154,3 +164,49 @@ def test_single_calendar_runs_are_unchanged(tmp_path: Path, bars: pd.DataFrame) 
     encoded, alone = mixed.encode(bars, min_rows=1), p.encode(es, min_rows=1)
     rows = encoded.frame["symbol"].to_numpy() == "ES"
     np.testing.assert_allclose(encoded.features.inputs[rows], alone.features.inputs, rtol=1e-9)
+
+
+def test_train_predict_and_export_with_calendars_per_symbol(
+    tmp_path: Path, bars: pd.DataFrame, capsys: pytest.CaptureFixture
+) -> None:
+    """The CLI end to end: `--calendar SYM=NAME,...` saved with the run, `predict` dating each
+    symbol's bars on its own session, the ONNX JSON naming the calendar of each symbol."""
+    path = tmp_path / "mixed.parquet"
+    bars[bars["timestamp"] <= ny("2025-01-20 12:55")].to_parquet(path)
+    setting = f"ES={CME_EQUITY},CL={CME_CRUDE}"
+    args = ["train", "--parquet-file", str(path), *TINY_CLI, "--calendar", setting]
+    args += ["--epochs", "1", "--max-steps-per-epoch", "3", "--no-validate-initial"]
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main([*args, "--no-report", "--output-dir", str(tmp_path / "run")]) == 0
+    out = tmp_path / "forecast.csv"
+    assert (
+        main(["predict", str(tmp_path / "run"), "--parquet-file", str(path), "--output", str(out)])
+        == 0
+    )
+    assert "on each symbol's calendar" in capsys.readouterr().out
+    table = pd.read_csv(out)
+    stamps = pd.to_datetime(table["timestamp"], utc=True).dt.tz_convert(NY)
+    first = stamps.groupby(table["symbol"]).min()
+    assert first.to_dict() == {"CL": ny("2025-01-20 13:00"), "ES": ny("2025-01-20 18:00")}
+    pytest.importorskip("onnxruntime")  # the onnx extra
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert (
+            main(["export", "--onnx", str(tmp_path / "run"), "--output", str(tmp_path / "x")]) == 0
+        )
+    spec = json.loads((tmp_path / "x" / "onnx_export.json").read_text())
+    assert spec["calendar"] == {"CL": CME_CRUDE, "ES": CME_EQUITY}
+
+
+def test_the_trading_clock_of_cross_breaks_is_each_symbols_own(bars: pd.DataFrame) -> None:
+    """MLK Day 12:55 ET to the 18:00 reopen: 5 minutes of ES trading time (closed 13:00),
+    95 of CL's (open to 14:30)."""
+    times = pd.DatetimeIndex(bars["timestamp"]).as_unit("ns").asi8
+    symbols = bars["symbol"].to_numpy()
+    clock = gap_clock(times, BOTH, True, symbols)
+    for symbol, minutes in (("ES", 5), ("CL", 95)):
+        at = {
+            t: np.flatnonzero((symbols == symbol) & (times == ny(f"2025-01-20 {t}").value))[0]
+            for t in ("12:55", "18:00")
+        }
+        assert clock[at["18:00"]] - clock[at["12:55"]] == minutes * 60_000_000_000
+    np.testing.assert_array_equal(gap_clock(times, BOTH, False, symbols), times)  # not asked
