@@ -15,14 +15,8 @@ import pytest
 
 from foxhunt.cli import main
 from foxhunt.data import DataConfig, Preprocessor, prepare_data
-from foxhunt.data.calendar import (
-    AUTO,
-    CME_CRUDE,
-    CME_EQUITY,
-    gap_clock,
-    load_sessions,
-    resolve_calendar,
-)
+from foxhunt.data.calendar import AUTO, CME_CRUDE, CME_EQUITY, gap_clock, load_sessions
+from foxhunt.data.calendar_setting import resolve_calendar
 from foxhunt.data.inspect import inspect_bars
 from foxhunt.data.instruments import generate_instruments
 from foxhunt.errors import ConfigError

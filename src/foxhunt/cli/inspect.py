@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from foxhunt.data.calendar import AUTO, parse_calendar, resolve_calendar
+from foxhunt.data.calendar import AUTO
+from foxhunt.data.calendar_setting import parse_calendar, resolve_calendar
 from foxhunt.data.contracts import find_contract_column
 from foxhunt.data.inspect import inspect_bars
 from foxhunt.data.sources import read_source

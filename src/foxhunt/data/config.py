@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from foxhunt.config_fields import check_known_fields, with_legacy_values
-from foxhunt.data.calendar import parse_calendar
+from foxhunt.data.calendar_setting import parse_calendar
 from foxhunt.data.timesplit import TimeSplit
 from foxhunt.errors import ConfigError
 

@@ -24,13 +24,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from foxhunt.data.calendar import (
-    SESSION_FEATURES,
-    Calendar,
-    calendar_from_json,
-    calendar_to_json,
-    session_features,
-)
+from foxhunt.data.calendar import SESSION_FEATURES, Calendar, session_features
+from foxhunt.data.calendar_setting import calendar_from_json, calendar_to_json
 
 BASE_OBSERVED = ("log_return", "log_range", "close_open", "log_volume")
 CALENDAR = ("minute_sin", "minute_cos", "weekday_sin", "weekday_cos")

@@ -12,14 +12,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from foxhunt.data.calendar import (
-    Calendar,
-    Sessions,
-    calendar_for,
-    calendar_to_json,
-    gap_clock,
-    sessions_for,
-)
+from foxhunt.data.calendar import Calendar, Sessions, calendar_for, gap_clock, sessions_for
+from foxhunt.data.calendar_setting import calendar_to_json
 from foxhunt.data.contracts import contract_rolls
 from foxhunt.data.gaps import KINDS, find_gaps
 from foxhunt.data.jumps import suspect_jumps

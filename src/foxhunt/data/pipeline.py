@@ -8,14 +8,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from foxhunt.data.calendar import (
-    NONE,
-    Calendar,
-    calendar_for,
-    gap_clock,
-    resolve_calendar,
-    setting_table,
-)
+from foxhunt.data.calendar import NONE, Calendar, calendar_for, gap_clock
+from foxhunt.data.calendar_setting import resolve_calendar, setting_table
 from foxhunt.data.config import DataConfig, parse_max_gap
 from foxhunt.data.dataset import WindowDataset
 from foxhunt.data.features import FeatureSpec
