@@ -204,3 +204,14 @@ def test_the_trading_clock_of_cross_breaks_is_each_symbols_own(bars: pd.DataFram
         }
         assert clock[at["18:00"]] - clock[at["12:55"]] == minutes * 60_000_000_000
     np.testing.assert_array_equal(gap_clock(times, BOTH, False, symbols), times)  # not asked
+
+
+def test_a_resumed_run_checks_the_calendars_it_names(tmp_path: Path, bars: pd.DataFrame) -> None:
+    p = _prepared(tmp_path, bars)
+    path = tmp_path / "bars.parquet"
+    again = prepare_data(
+        DataConfig(path=path, calendar=f"ES={CME_EQUITY}", **SMALL), preprocessor=p
+    )
+    assert again.preprocessor.spec.calendar == BOTH
+    with pytest.raises(ConfigError, match=r"DataConfig.calendar='CL=CME Globex Equity' differs"):
+        prepare_data(DataConfig(path=path, calendar=f"CL={CME_EQUITY}", **SMALL), preprocessor=p)
