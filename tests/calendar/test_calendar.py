@@ -9,7 +9,8 @@ import pytest
 
 from foxhunt.config_fields import with_legacy_values
 from foxhunt.data import DataConfig, Preprocessor, prepare_data
-from foxhunt.data.calendar import CME_EQUITY, infer_calendar, load_sessions, symbol_root
+from foxhunt.data.calendar import CME_EQUITY, load_sessions, symbol_root
+from foxhunt.data.calendar_setting import infer_calendar
 from foxhunt.errors import ConfigError
 from helpers import calendar_bars
 

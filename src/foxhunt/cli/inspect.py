@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from foxhunt.data.calendar import AUTO, check_calendar_name, resolve_calendar
+from foxhunt.data.calendar import AUTO
+from foxhunt.data.calendar_setting import parse_calendar, resolve_calendar
 from foxhunt.data.contracts import find_contract_column
 from foxhunt.data.inspect import inspect_bars
 from foxhunt.data.sources import read_source
@@ -26,8 +27,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--calendar",
         default=AUTO,
-        help='exchange calendar: "auto" (from the symbols), "none", or a pandas_market_calendars '
-        "name (docs/calendars.md)",
+        help='exchange calendar: "auto" (from the symbols), "none", a pandas_market_calendars '
+        "name, or one per symbol: ES=NAME,CL=NAME (docs/calendars.md)",
     )
     p.add_argument(
         "--contract-column",
@@ -41,13 +42,13 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_calendar_name(args.calendar, "--calendar")
+    setting = parse_calendar(args.calendar, "--calendar")
     source = str(args.file)
     raw = read_source(args.file, timezone=args.timezone, timestamp_column=args.timestamp_column)
     wanted = None if str(args.contract_column).lower() == "none" else args.contract_column
     column = find_contract_column(raw, wanted, source)
     frame = validate_bars(raw, source=source, min_rows=1, contract_column=column)
-    calendar = resolve_calendar(args.calendar, frame["symbol"].unique(), source)
+    calendar = resolve_calendar(setting, frame["symbol"].unique(), source)
     report = inspect_bars(
         frame,
         calendar=calendar,

@@ -70,11 +70,12 @@ def run(args: argparse.Namespace) -> int:
     table = forecast_table(loaded, frame, future)
     print(table.to_string(index=False))
     calendar = loaded.preprocessor.spec.calendar
-    when = (
-        f"the next bars on calendar {calendar!r}"
-        if calendar
-        else "times extrapolated from the bar spacing"
-    )
+    if isinstance(calendar, tuple):  # per symbol; a symbol not listed has none
+        when = f"the next bars on each symbol's calendar {dict(calendar)}, others extrapolated"
+    elif calendar:
+        when = f"the next bars on calendar {calendar!r}"
+    else:
+        when = "times extrapolated from the bar spacing"
     print(f"(log-return quantiles in basis points; {when})")
     if args.output is not None:
         atomic_write_bytes(args.output, table.to_csv(index=False).encode())

@@ -55,7 +55,8 @@ def register(sub: Any) -> None:
         default="auto",
         help='exchange calendar (docs/calendars.md): "auto" infers it from the symbol column '
         '(ES, NQ, RTY, YM and micros -> "CME Globex Equity"), "none", or a '
-        "pandas_market_calendars name; saved with the run for predict and evaluate",
+        "pandas_market_calendars name, or one per symbol (ES=NAME,CL=NAME); saved with the run "
+        "for predict and evaluate",
     )
     d.add_argument(
         "--cross-breaks",

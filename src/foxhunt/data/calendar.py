@@ -11,18 +11,15 @@ session. All arithmetic is on int64 UTC nanoseconds; sessions come from the libr
 from __future__ import annotations
 
 import functools
-import logging
 import re
 import warnings
-from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
 import pandas as pd
 
 from foxhunt.errors import ConfigError
-
-log = logging.getLogger("foxhunt.data")
 
 NONE, AUTO = "none", "auto"
 CME_EQUITY = "CME Globex Equity"
@@ -40,6 +37,11 @@ _CONTRACT = re.compile(r"^([A-Z0-9]{1,3}?)[FGHJKMNQUVXZ]\d{1,2}$")  # ESM6, ESZ2
 _NS_PER_MINUTE = 60_000_000_000
 _PAD = pd.Timedelta(days=10)  # sessions loaded around the bars: a long weekend plus margin
 _AHEAD = pd.Timedelta(days=40)  # and after them, for the forecast bars
+
+
+#: a run's resolved calendar: one name for every symbol, (symbol, name) pairs for symbols on
+#: different calendars (a symbol not listed has none), or None (no calendar)
+Calendar: TypeAlias = str | tuple[tuple[str, str], ...] | None
 
 
 def calendar_names() -> list[str]:
@@ -64,32 +66,29 @@ def symbol_root(symbol: str) -> str:
     return match.group(1) if match and symbol.upper() not in SYMBOL_CALENDARS else symbol.upper()
 
 
-def infer_calendar(symbols: Iterable[str], source: str) -> str | None:
-    """The calendar every symbol maps to, or None (with a warning saying how to set one)."""
-    symbols = sorted(set(symbols))
-    found = {SYMBOL_CALENDARS.get(symbol_root(s)) for s in symbols}
-    if len(found) == 1 and None not in found:
-        name = found.pop()
-        log.info("%s: calendar %r inferred from symbols %s", source, name, symbols)
-        return name
-    log.warning(
-        "%s: no exchange calendar for symbols %s (known: %s); forecast times are extrapolated "
-        "and no session features are used; pass --calendar NAME (e.g. %r) or --calendar none",
-        source,
-        symbols,
-        ", ".join(sorted(SYMBOL_CALENDARS)),
-        CME_EQUITY,
-    )
-    return None
+def calendar_for(calendar: Calendar, symbol: str) -> str | None:
+    """The calendar of one symbol's bars."""
+    if calendar is None or isinstance(calendar, str):
+        return calendar
+    return dict(calendar).get(symbol)
 
 
-def resolve_calendar(setting: str, symbols: Iterable[str], source: str) -> str | None:
-    """A DataConfig.calendar setting ("auto", "none", a name) -> a calendar name or None."""
-    if setting == NONE:
-        return None
-    if setting == AUTO:
-        return infer_calendar(symbols, source)
-    return setting
+def calendar_rows(calendar: Calendar, symbols: np.ndarray | None) -> list[tuple[str, np.ndarray]]:
+    """(calendar name, [n] row indices) of each calendar the rows use; `symbols` is the [N]
+    symbol of each row (needed only for per-symbol calendars)."""
+    if calendar is None:
+        return []
+    if isinstance(calendar, str):
+        return [(calendar, np.arange(len(symbols) if symbols is not None else 0))]
+    if symbols is None:
+        raise ValueError("per-symbol calendars need the symbol of each row")
+    out = []
+    for name in sorted({n for _, n in calendar}):
+        wanted = [s for s, n in calendar if n == name]
+        rows = np.flatnonzero(np.isin(np.asarray(symbols, dtype=object), wanted))
+        if len(rows):
+            out.append((name, rows))
+    return out
 
 
 @dataclass(frozen=True)
@@ -184,16 +183,35 @@ def sessions_for(name: str, times_ns: np.ndarray) -> Sessions:
     return load_sessions(name, int(times_ns.min()), int(times_ns.max()))
 
 
-def session_features(name: str, times_ns: np.ndarray) -> np.ndarray:
-    """[N, 3] `Sessions.features` of calendar `name` at the given UTC ns times."""
+def session_features(
+    calendar: Calendar, times_ns: np.ndarray, symbols: np.ndarray | None = None
+) -> np.ndarray:
+    """[N, 3] `Sessions.features` at the given UTC ns times, each row on its symbol's calendar
+    (`symbols`: [N] names, needed for per-symbol calendars); rows without one get 0."""
+    out = np.zeros((len(times_ns), len(SESSION_FEATURES)))
     if len(times_ns) == 0:
-        return np.zeros((0, len(SESSION_FEATURES)))
-    return sessions_for(name, times_ns).features(times_ns)
+        return out
+    if isinstance(calendar, str):  # every row: as before per-symbol calendars
+        return sessions_for(calendar, times_ns).features(times_ns)
+    for name, rows in calendar_rows(calendar, symbols):
+        out[rows] = sessions_for(name, times_ns[rows]).features(times_ns[rows])
+    return out
 
 
-def gap_clock(times_ns: np.ndarray, name: str | None, cross_breaks: bool) -> np.ndarray:
-    """The times that gaps are measured on: trading time (scheduled closures removed) when
-    windows may cross scheduled breaks, else wall-clock time."""
-    if name is None or not cross_breaks or len(times_ns) == 0:
+def gap_clock(
+    times_ns: np.ndarray,
+    calendar: Calendar,
+    cross_breaks: bool,
+    symbols: np.ndarray | None = None,
+) -> np.ndarray:
+    """The times that gaps are measured on: trading time of each row's calendar (scheduled
+    closures removed) when windows may cross scheduled breaks, else wall-clock time. Only
+    differences within a symbol's rows are meaningful; rows without a calendar keep theirs."""
+    if calendar is None or not cross_breaks or len(times_ns) == 0:
         return times_ns
-    return sessions_for(name, times_ns).clock(times_ns)
+    if isinstance(calendar, str):
+        return sessions_for(calendar, times_ns).clock(times_ns)
+    out = times_ns.copy()
+    for name, rows in calendar_rows(calendar, symbols):
+        out[rows] = sessions_for(name, times_ns[rows]).clock(times_ns[rows])
+    return out

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from foxhunt.config_fields import check_known_fields, with_legacy_values
-from foxhunt.data.calendar import check_calendar_name
+from foxhunt.data.calendar_setting import parse_calendar
 from foxhunt.data.timesplit import TimeSplit
 from foxhunt.errors import ConfigError
 
@@ -112,7 +112,11 @@ class DataConfig:
             and the built-in synthetic bars, none with a warning), "none", or a
             pandas_market_calendars name. With one, forecasts are dated at the next bars that
             trade and the session features (minutes to the close, since the open, early
-            close) are known inputs.
+            close) are known inputs. A mixed file under "auto" gives each symbol its own
+            (those it cannot infer: none, one warning). Per symbol: "ES=CME Globex Equity,
+            CL=CMEGlobex_Crude" or a dict in YAML / config.json (NAME "none" = no calendar
+            for that symbol; a symbol matches its own name or its root, ESM6 -> ES), the
+            symbols not named inferred as with "auto"; kept as that text, sorted by symbol.
         cross_breaks: let windows cross the calendar's scheduled closures (daily break,
             weekends, holidays): gaps are then measured in trading time, so only missing bars
             split windows. Needs a calendar; False = every gap over max_gap splits.
@@ -195,7 +199,8 @@ class DataConfig:
             raise _fail("roll_adjust", self.roll_adjust, f"use one of {ROLL_METHODS} or None")
         if self.roll_adjust is not None and self.contract_column is None:
             raise _fail("roll_adjust", self.roll_adjust, "needs a contract_column")
-        check_calendar_name(self.calendar)
+        # a per-symbol mapping (a dict from YAML/JSON, or "SYM=NAME,...") becomes sorted text
+        object.__setattr__(self, "calendar", parse_calendar(self.calendar))
         if not isinstance(self.cross_breaks, bool):
             raise _fail("cross_breaks", self.cross_breaks, "must be true or false")
         if self.cross_breaks and self.calendar == "none":

@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from foxhunt.data.calendar import SESSION_FEATURES, check_calendar_name, session_features
+from foxhunt.data.calendar import SESSION_FEATURES, Calendar, session_features
+from foxhunt.data.calendar_setting import calendar_from_json, calendar_to_json
 
 BASE_OBSERVED = ("log_return", "log_range", "close_open", "log_volume")
 CALENDAR = ("minute_sin", "minute_cos", "weekday_sin", "weekday_cos")
@@ -38,7 +39,8 @@ class FeatureSpec:
     volatility_windows: tuple[int, ...] = (12, 48)
     observed_columns: tuple[str, ...] = ()
     known_columns: tuple[str, ...] = ()
-    calendar: str | None = None  # exchange calendar of the session features; None = none
+    #: exchange calendar of the session features: one name, one per symbol, or None = none
+    calendar: Calendar = None
 
     @property
     def observed_names(self) -> tuple[str, ...]:
@@ -59,14 +61,13 @@ class FeatureSpec:
             "volatility_windows": list(self.volatility_windows),
             "observed_columns": list(self.observed_columns),
             "known_columns": list(self.known_columns),
-            "calendar": self.calendar,
+            "calendar": calendar_to_json(self.calendar),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FeatureSpec:
-        calendar = data.get("calendar")  # absent before calendars: none
-        if calendar is not None:
-            check_calendar_name(calendar, "preprocessor spec.calendar")
+        # absent before calendars: none; a name before per-symbol calendars
+        calendar = calendar_from_json(data.get("calendar"), "preprocessor spec.calendar")
         return cls(
             volatility_windows=tuple(int(w) for w in data["volatility_windows"]),
             observed_columns=tuple(data["observed_columns"]),
@@ -105,12 +106,16 @@ def calendar_features(times: pd.DatetimeIndex, timezone: str) -> np.ndarray:
     return np.stack([np.sin(a), np.cos(a), np.sin(b), np.cos(b)], axis=1)
 
 
-def known_calendar(times: pd.DatetimeIndex, spec: FeatureSpec, timezone: str) -> np.ndarray:
-    """[N, 4 or 7] the known inputs that the calendar alone decides, at any times."""
+def known_calendar(
+    times: pd.DatetimeIndex, spec: FeatureSpec, timezone: str, symbols: np.ndarray | None = None
+) -> np.ndarray:
+    """[N, 4 or 7] the known inputs that the calendar alone decides, at any times; the
+    session features on each row's symbol's calendar (`symbols`: [N] names)."""
     clock = calendar_features(times, timezone)
     if spec.calendar is None:
         return clock
-    return np.concatenate([clock, session_features(spec.calendar, times.as_unit("ns").asi8)], 1)
+    session = session_features(spec.calendar, times.as_unit("ns").asi8, symbols)
+    return np.concatenate([clock, session], 1)
 
 
 def compute_features(
@@ -136,6 +141,7 @@ def compute_features(
     columns += [series.rolling(w, min_periods=w).std().to_numpy() for w in spec.volatility_windows]
     columns += [frame[c].to_numpy(np.float64) for c in spec.observed_columns]
     num_observed = len(columns)
-    columns += list(known_calendar(pd.DatetimeIndex(frame["timestamp"]), spec, timezone).T)
+    times, symbols = pd.DatetimeIndex(frame["timestamp"]), frame["symbol"].to_numpy()
+    columns += list(known_calendar(times, spec, timezone, symbols).T)
     columns += [frame[c].to_numpy(np.float64) for c in spec.known_columns]
     return Features(inputs=np.stack(columns, axis=1), num_observed=num_observed, returns=returns)

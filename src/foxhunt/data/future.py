@@ -7,21 +7,33 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from foxhunt.data.calendar import sessions_for
+from foxhunt.data.calendar import Calendar, calendar_for, sessions_for
 from foxhunt.errors import DataError
 
 
 def forecast_times(
-    last_ns: np.ndarray, *, spacing_ns: int, horizon: int, calendar: str | None
+    last_ns: np.ndarray,
+    *,
+    spacing_ns: int,
+    horizon: int,
+    calendar: Calendar,
+    symbols: tuple[str, ...] = (),
 ) -> np.ndarray:
-    """[B, H] int64 UTC ns of the next `horizon` bars after each last bar: with a calendar the
-    next bar starts inside its sessions (skipping breaks, weekends, holidays and the time after
-    an early close), else `spacing_ns` steps."""
-    steps = np.arange(1, horizon + 1, dtype=np.int64) * spacing_ns
+    """[B, H] int64 UTC ns of the next `horizon` bars after each last bar (of `symbols[b]`,
+    needed for per-symbol calendars): on the symbol's calendar the next bar starts inside
+    its sessions (skipping breaks, weekends, holidays and the time after an early close),
+    without one `spacing_ns` steps."""
+    out = last_ns[:, None] + np.arange(1, horizon + 1, dtype=np.int64) * spacing_ns
     if calendar is None or len(last_ns) == 0:
-        return last_ns[:, None] + steps
-    sessions = sessions_for(calendar, last_ns)
-    return np.stack([sessions.next_bars(int(t), spacing_ns, horizon) for t in last_ns])
+        return out
+    names = [calendar_for(calendar, s) for s in symbols] if isinstance(calendar, tuple) else None
+    for name in {calendar} if isinstance(calendar, str) else set(names or ()) - {None}:
+        rows = [b for b in range(len(last_ns)) if names is None or names[b] == name]
+        sessions = sessions_for(str(name), last_ns[rows])
+        out[rows] = np.stack(
+            [sessions.next_bars(int(last_ns[b]), spacing_ns, horizon) for b in rows]
+        )
+    return out
 
 
 def future_known_values(

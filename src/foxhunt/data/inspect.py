@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from foxhunt.data.calendar import Sessions, gap_clock, sessions_for
+from foxhunt.data.calendar import Calendar, Sessions, calendar_for, gap_clock, sessions_for
+from foxhunt.data.calendar_setting import calendar_to_json
 from foxhunt.data.contracts import contract_rolls
 from foxhunt.data.gaps import KINDS, find_gaps
 from foxhunt.data.jumps import suspect_jumps
@@ -27,13 +28,14 @@ _EXAMPLES = 10  # gaps and off-calendar bars listed by time
 def inspect_bars(
     frame: pd.DataFrame,
     *,
-    calendar: str | None,
+    calendar: Calendar,
     lookback: int,
     horizon: int,
     contract_column: str | None = None,
 ) -> dict[str, Any]:
     """Summary of validated bars (sorted by symbol, time; by symbol, contract, time with a
-    contract column) under `calendar` (None: no calendar)."""
+    contract column) under `calendar` (None: no calendar; per-symbol calendars: sessions per
+    symbol, each symbol's gaps classed by its own)."""
     times = pd.DatetimeIndex(frame["timestamp"])
     tz = str(times.tz)
     times_ns = times.as_unit("ns").asi8
@@ -42,7 +44,17 @@ def inspect_bars(
         series = series + "\x00" + frame[contract_column].astype(str)
     codes = pd.factorize(series.to_numpy())[0].astype(np.int64)
     spacing = median_spacing_ns(codes, times_ns)
-    sessions = sessions_for(calendar, times_ns) if calendar is not None else None
+    symbols = frame["symbol"].astype(str).to_numpy()
+    sessions = sessions_for(calendar, times_ns) if isinstance(calendar, str) else None
+    by_symbol: dict[str, Sessions | None] = {}  # per-symbol calendars: each symbol's sessions
+    if isinstance(calendar, tuple):
+        for symbol in pd.unique(symbols):
+            name, rows = calendar_for(calendar, symbol), symbols == symbol
+            by_symbol[symbol] = None if name is None else sessions_for(name, times_ns[rows])
+    first = np.flatnonzero(np.append(True, codes[1:] != codes[:-1]))  # first row of each series
+    code_sessions = {
+        int(codes[i]): by_symbol.get(symbols[i]) if by_symbol else sessions for i in first
+    }
     report: dict[str, Any] = {
         "source": str(frame.attrs.get("source", "")),
         "rows": len(frame),
@@ -51,11 +63,17 @@ def inspect_bars(
         "last": str(times.max()),
         "symbols": {str(k): int(v) for k, v in frame["symbol"].value_counts(sort=False).items()},
         "bar_spacing": str(pd.Timedelta(spacing, unit="ns")),
-        "calendar": calendar,
+        "calendar": calendar_to_json(calendar),
     }
     if sessions is not None:
         report["sessions"] = _sessions(sessions, times_ns, tz)
-    report["gaps"] = _gaps(times_ns, codes, spacing, sessions, tz)
+    elif by_symbol:
+        report["sessions"] = {
+            symbol: _sessions(found, times_ns[symbols == symbol], tz)
+            for symbol, found in by_symbol.items()
+            if found is not None
+        }
+    report["gaps"] = _gaps(times_ns, codes, spacing, code_sessions, tz)
     if contract_column is not None:
         report["contracts"] = _contracts(frame, contract_column)
     else:
@@ -70,7 +88,7 @@ def inspect_bars(
             for j in suspect_jumps(frame)
         ]
     report["zero_volume_bars"] = _zero_volume(frame, codes, times_ns, spacing)
-    report["windows"] = _windows(codes, times_ns, spacing, calendar, lookback, horizon)
+    report["windows"] = _windows(codes, times_ns, spacing, calendar, symbols, lookback, horizon)
     return report
 
 
@@ -124,14 +142,21 @@ def _sessions(sessions: Sessions, times_ns: np.ndarray, tz: str) -> dict[str, An
 
 
 def _gaps(
-    times_ns: np.ndarray, codes: np.ndarray, spacing: int, sessions: Sessions | None, tz: str
+    times_ns: np.ndarray,
+    codes: np.ndarray,
+    spacing: int,
+    sessions_of: dict[int, Sessions | None],
+    tz: str,
 ) -> dict[str, Any]:
-    counts: dict[str, int] = dict.fromkeys(KINDS if sessions is not None else ("unclassified",), 0)
+    """Gaps by kind, each series' classed by its own sessions (`sessions_of`, by series code)."""
+    classed = any(s is not None for s in sessions_of.values())
+    kinds = (*KINDS, *(("unclassified",) if None in sessions_of.values() else ()))
+    counts: dict[str, int] = dict.fromkeys(kinds if classed else ("unclassified",), 0)
     unexplained: list[dict[str, Any]] = []
     missing = 0
     for code in np.unique(codes):
         rows = codes == code
-        gaps = find_gaps(times_ns[rows], spacing, sessions)
+        gaps = find_gaps(times_ns[rows], spacing, sessions_of[int(code)])
         for kind in counts:
             counts[kind] += int((gaps.kind == kind).sum())
         odd = np.flatnonzero(gaps.kind == "unexplained")
@@ -146,7 +171,7 @@ def _gaps(
             for g in odd
         ]
     out: dict[str, Any] = {"by_kind": counts}
-    if sessions is not None:
+    if classed:
         out["unexplained_missing_bars"] = missing
         largest = sorted(unexplained, key=lambda gap: -gap["missing_bars"])
         out["unexplained_examples"] = largest[:_EXAMPLES]  # the most missing bars first
@@ -166,7 +191,8 @@ def _windows(
     codes: np.ndarray,
     times_ns: np.ndarray,
     spacing: int,
-    calendar: str | None,
+    calendar: Calendar,
+    symbols: np.ndarray,
     lookback: int,
     horizon: int,
 ) -> dict[str, int]:
@@ -186,5 +212,5 @@ def _windows(
 
     out = {s or "none": count(s, times_ns) for s in ("auto", None, *MAX_GAP_CHOICES)}
     if calendar is not None:
-        out["auto --cross-breaks"] = count("auto", gap_clock(times_ns, calendar, True))
+        out["auto --cross-breaks"] = count("auto", gap_clock(times_ns, calendar, True, symbols))
     return out

@@ -8,7 +8,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from foxhunt.data.calendar import NONE, gap_clock, resolve_calendar
+from foxhunt.data.calendar import NONE, Calendar, calendar_for, gap_clock
+from foxhunt.data.calendar_setting import resolve_calendar, setting_table
 from foxhunt.data.config import DataConfig, parse_max_gap
 from foxhunt.data.dataset import WindowDataset
 from foxhunt.data.features import FeatureSpec
@@ -168,7 +169,7 @@ def check_compatible(preprocessor: Preprocessor, config: DataConfig, spec: Featu
     saved_gap = preprocessor.max_gap
     wanted_ns = resolve_max_gap(config.max_gap, preprocessor.bar_spacing_ns)
     wanted_gap = None if wanted_ns is None else pd.Timedelta(wanted_ns, unit="ns")
-    pairs = {
+    pairs: dict[str, tuple[object, object]] = {
         "lookback": (config.lookback, preprocessor.lookback),
         "horizon": (config.horizon, preprocessor.horizon),
         "volatility_windows": (spec.volatility_windows, preprocessor.spec.volatility_windows),
@@ -179,7 +180,13 @@ def check_compatible(preprocessor: Preprocessor, config: DataConfig, spec: Featu
         "max_gap": (wanted_gap, saved_gap),
         "roll_adjust": (config.roll_adjust, preprocessor.roll_adjust),
     }
-    if config.calendar != "auto":  # "auto" takes the saved run's calendar
+    table = setting_table(config.calendar)
+    if table is not None:  # the symbols it names must be on the saved run's calendars
+        pairs["calendar"] = (
+            {s: None if n == NONE else n for s, n in table.items()},
+            {s: calendar_for(preprocessor.spec.calendar, s) for s in table},
+        )
+    elif config.calendar != "auto":  # "auto" takes the saved run's calendar
         pairs["calendar"] = (
             None if config.calendar == NONE else config.calendar,
             preprocessor.spec.calendar,
@@ -233,7 +240,8 @@ def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None
         bounds = config.split.bounds_ns()
         cuts = np.asarray([bounds[1], bounds[3]], dtype=np.int64)
         splits = time_split_codes(encoded.times_ns, config.split)
-    clock_ns = gap_clock(encoded.times_ns, spec.calendar, config.cross_breaks)
+    row_symbols = np.asarray(encoder.categories, dtype=object)[encoded.symbol_codes]
+    clock_ns = gap_clock(encoded.times_ns, spec.calendar, config.cross_breaks, row_symbols)
     index = index_windows(
         encoded.series_codes,
         splits,
@@ -295,7 +303,7 @@ def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None
     )
 
 
-def _calendar(config: DataConfig, frame: pd.DataFrame, source: str) -> str | None:
+def _calendar(config: DataConfig, frame: pd.DataFrame, source: str) -> Calendar:
     """The calendar of a new run: "auto" infers one for a bars file; the built-in synthetic
     bars follow the Globex hours but no holidays, so they get none unless one is named."""
     setting = NONE if config.path is None and config.calendar == "auto" else config.calendar

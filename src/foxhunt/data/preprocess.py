@@ -37,14 +37,15 @@ log = logging.getLogger("foxhunt.data")
 __all__ = ["EncodedFrame", "FeatureSchema", "LatestWindows", "Preprocessor"]
 #: Version 1 files (no volatility profile) still load; their windows carry no baseline scale.
 #: Version 2 files (no calendar) load with none: extrapolated forecast times, no session inputs.
-_READABLE_VERSIONS = (1, 2, 3)
+#: Version 3 files name one calendar (or none); version 4 may name one per symbol (a dict).
+_READABLE_VERSIONS = (1, 2, 3, 4)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Preprocessor:
     """Fitted preprocessing; build it with `prepare_data`, persist it with save/load."""
 
-    VERSION: ClassVar[int] = 3
+    VERSION: ClassVar[int] = 4
 
     spec: FeatureSpec
     lookback: int
@@ -60,7 +61,7 @@ class Preprocessor:
     fast_window: int = 0  # bars of the fast volatility behind TFTBatch.vol_signal; 0 = none
     contract_column: str | None = None  # DataConfig's setting ("auto", a name, None)
     roll_adjust: str | None = None  # None: contracts as segments; "ratio" / "difference"
-    cross_breaks: bool = False  # gaps measured in trading time of spec.calendar (data/calendar)
+    cross_breaks: bool = False  # gaps in trading time of each symbol's spec.calendar
 
     @property
     def target_scale(self) -> float:
@@ -89,7 +90,8 @@ class Preprocessor:
     # --- transforming bars ------------------------------------------------------------
     def gap_times(self, encoded: EncodedFrame) -> np.ndarray:
         """[N] the times gaps are measured on (trading time when windows cross breaks)."""
-        return gap_clock(encoded.times_ns, self.spec.calendar, self.cross_breaks)
+        symbols = np.asarray(self.symbols.categories, dtype=object)[encoded.symbol_codes]
+        return gap_clock(encoded.times_ns, self.spec.calendar, self.cross_breaks, symbols)
 
     def encode(self, frame: pd.DataFrame, *, min_rows: int) -> EncodedFrame:
         """Validate `frame`, move it to the training timezone and compute its features."""
@@ -263,16 +265,18 @@ class Preprocessor:
         self, encoded: EncodedFrame, ends: np.ndarray, future: pd.DataFrame | None
     ) -> tuple[np.ndarray, tuple[pd.DatetimeIndex, ...]]:
         """Scaled known inputs [B, H, F] at the next H bar times, and those times."""
-        times_ns = forecast_times(  # [B, H]
+        symbols = tuple(self.symbols.categories[c] for c in encoded.symbol_codes[ends])
+        times_ns = forecast_times(  # [B, H], each symbol on its own calendar
             encoded.times_ns[ends],
             spacing_ns=self.bar_spacing_ns,
             horizon=self.horizon,
             calendar=self.spec.calendar,
+            symbols=symbols,
         )
         times = pd.DatetimeIndex(times_ns.ravel()).tz_localize("UTC").tz_convert(encoded.times.tz)
-        symbols = tuple(self.symbols.categories[c] for c in encoded.symbol_codes[ends])
+        row_symbols = np.repeat(np.asarray(symbols, dtype=object), self.horizon)  # symbol-major
         known = [
-            known_calendar(times, self.spec, self.timezone),
+            known_calendar(times, self.spec, self.timezone, row_symbols),
             future_known_values(future, self.spec.known_columns, symbols, times_ns),
         ]
         future_inputs = np.concatenate(known, axis=1).reshape(len(ends), self.horizon, -1)

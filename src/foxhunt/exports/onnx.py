@@ -285,7 +285,8 @@ def _spec(
         "bar_spacing_ns": pre["bar_spacing_ns"],
         "max_gap_ns": pre["max_gap_ns"],
         "timezone": pre["timezone"],
-        # the exchange calendar of the session features and forecast times (docs/calendars.md)
+        # the exchange calendar of the session features and forecast times (docs/calendars.md):
+        # a name, a {symbol: name} object (per-symbol calendars) or None
         "calendar": pre["spec"].get("calendar"),
         "volatility": {
             "profile": profile,
@@ -297,7 +298,8 @@ def _spec(
                 "when mean/std hold one list per symbol, the row of the bar's symbol (its "
                 "index in symbols)",
                 "future": "the known (calendar) features of the next H bars that trade on "
-                "`calendar` (docs/calendars.md), scaled likewise",
+                "`calendar` (or, when it is an object, calendar[symbol]; session features 0 "
+                "for a symbol not in it; docs/calendars.md), scaled likewise",
                 "adjusted": "r[t] / profile.values[minute_of_day(t) // bucket_minutes] (with "
                 "one curve per symbol: profile.values[symbol][...]); "
                 "r = log return, NaN across a gap > max_gap_ns",
