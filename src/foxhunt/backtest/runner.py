@@ -35,12 +35,16 @@ from foxhunt.backtest.folds import (
     parse_embargo,
     parse_test_size,
 )
+from foxhunt.backtest.settings import check_same_backtest
 from foxhunt.backtest.summary import fold_block, summarize
 from foxhunt.data import prepare_data
 from foxhunt.data.pipeline import load_frame
 from foxhunt.errors import FoxhuntError
 from foxhunt.jobs.train import JobOptions, train
-from foxhunt.runs import FORECASTS_FILE, RunConfig
+from foxhunt.runs import FORECASTS_FILE, RunConfig, check_output_path, holds_run
+from foxhunt.runs.files import BACKTEST_CONFIG_FILE, BACKTEST_FILE
+from foxhunt.runs.folder import FolderLock
+from foxhunt.runs.identity import fingerprint
 from foxhunt.serving import load_run
 from foxhunt.storage import atomic_write_json
 from foxhunt.storage.base import CheckpointError
@@ -48,7 +52,6 @@ from foxhunt.storage.bounded import read_json_bounded
 
 log = logging.getLogger("foxhunt.backtest")
 
-BACKTEST_FILE = "backtest.json"
 RESULT_FILE = "result.json"
 
 
@@ -201,8 +204,26 @@ def run_backtest(
     *,
     callbacks: Callable[[int], tuple[Any, ...]] | None = None,
 ) -> dict[str, Any]:
-    """Cut the folds, run each (skipping complete ones), write and return backtest.json."""
+    """Cut the folds, run each (skipping complete ones), write and return backtest.json.
+    One process writes a backtest folder at a time (a second is refused naming the first)."""
     output_dir = Path(output_dir)
+    check_output_path(output_dir)
+    if output_dir.is_dir() and holds_run(output_dir):
+        raise FoxhuntError(
+            f"--output-dir {output_dir} holds a trained run (config.json, model.safetensors, "
+            "...); a backtest needs a folder of its own"
+        )
+    with FolderLock(output_dir):
+        return _run_backtest(config, output_dir, bt, callbacks)
+
+
+def _run_backtest(
+    config: RunConfig,
+    output_dir: Path,
+    bt: BacktestConfig,
+    callbacks: Callable[[int], tuple[Any, ...]] | None,
+) -> dict[str, Any]:
+    data_file = fingerprint(config.data.path)  # before reading: what the folds are cut from
     frame = load_frame(config.data)
     times = pd.DatetimeIndex(frame["timestamp"])
     test_size = None if bt.test_size is None else parse_test_size(bt.test_size)
@@ -218,10 +239,10 @@ def run_backtest(
     distinct = np.unique(times.as_unit("ns").asi8)
     years = (distinct[-1] - distinct[0]) / (365.25 * 86400e9)
     bars_per_year = len(distinct) / years if years > 0 else 1.0
-    settings = _json_safe({**asdict(bt), "run": config.to_dict()})
-    _check_same_backtest(output_dir, settings)
+    settings = _json_safe({**asdict(bt), "run": config.to_dict(), "data_file": data_file})
+    check_same_backtest(output_dir, settings)
     (output_dir / "folds").mkdir(parents=True, exist_ok=True)
-    atomic_write_json(output_dir / "backtest_config.json", settings)
+    atomic_write_json(output_dir / BACKTEST_CONFIG_FILE, settings)
     started = time.perf_counter()
     args = [(config, output_dir, folds, k, bt, closes, bars_per_year) for k in range(bt.folds)]
     if bt.jobs > 1:
@@ -244,17 +265,6 @@ def run_backtest(
     result = _json_safe(result)
     atomic_write_json(output_dir / BACKTEST_FILE, result)
     return result
-
-
-def _check_same_backtest(output_dir: Path, settings: dict[str, Any]) -> None:
-    saved = output_dir / "backtest_config.json"
-    if saved.is_file():
-        before = read_json_bounded(saved)
-        if before != settings:
-            raise FoxhuntError(
-                f"{output_dir} holds a backtest with other settings; use another --output-dir "
-                "(or remove the folder) rather than mixing folds of two backtests"
-            )
 
 
 def _json_safe(value: Any) -> Any:

@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from foxhunt.runs import EXPORT_DIRS
 
     output = args.output or args.run_dir / EXPORT_DIRS[args.mode]
+    check_export_output(output, args.mode)
     if args.mode == "onnx":
         return _onnx(args, output)
     if args.opset is not None:
@@ -65,6 +66,29 @@ def run(args: argparse.Namespace) -> int:
     )
     print(f"use it as a run folder: foxhunt predict {output} --parquet-file FILE")
     return 0
+
+
+def check_export_output(output: Path, mode: str) -> None:
+    """An export folder is new, empty or an export of the same kind: `--output OTHER_RUN`
+    replaced that run's config.json and made it serve this run's int8 model, exit 0."""
+    from foxhunt.errors import ConfigError
+    from foxhunt.runs import EXPORT_DIRS, check_output_file, check_output_path
+    from foxhunt.runs.files import is_export, is_onnx_export
+
+    check_output_path(output, "--output")
+    # RUN/int8, RUN/onnx are the export's own place; above them nothing foxhunt wrote
+    own = output.name in EXPORT_DIRS.values()
+    check_output_file(output.parent if own else output, "--output")
+    if not output.is_dir() or not any(output.iterdir()):
+        return
+    same_kind = is_onnx_export(output) if mode == "onnx" else is_export(output)
+    if not same_kind:
+        held = sorted(p.name for p in output.iterdir())[:5]
+        kind = "an ONNX export" if mode == "onnx" else "an int8 export"
+        raise ConfigError(
+            f"--output {output} holds {held}, not {kind}; an export replaces its folder's "
+            "files: choose a new or empty folder"
+        )
 
 
 def _onnx(args: argparse.Namespace, output: Path) -> int:

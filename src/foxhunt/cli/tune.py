@@ -86,7 +86,9 @@ def run(args: argparse.Namespace) -> int:
         ) from None
     from foxhunt.tune import BEST_FILE, TuneConfig, best_of, read_space, run_study
 
-    check_readable_file(args.space)
+    check_readable_file(args.space, "search space (--space)")
+    if args.config is not None:
+        check_readable_file(args.config, "base config (--config)")
     if args.data_file is not None:
         check_readable_file(args.data_file)
     check_output_path(args.output_dir)

@@ -12,6 +12,7 @@ import torch
 
 from foxhunt.data import FeatureSchema, PreparedData, WindowDataset, prepare_data
 from foxhunt.errors import FoxhuntError
+from foxhunt.input_path import check_readable_file
 from foxhunt.model.config import TFTConfig
 from foxhunt.runs import HISTORY_FILE, METRICS_FILE, read_history_lines, read_metrics
 from foxhunt.serving import load_run
@@ -83,7 +84,8 @@ def collect(run_dir: Path, data_file: Path | None = None) -> ReportData:
     """Load the run, rebuild its test split with the run's own preprocessing, interpret it."""
     loaded = load_run(run_dir)
     data_config = loaded.config.data
-    if data_file is not None:
+    if data_file is not None:  # given: say what it is (a folder, a FIFO) if not bars
+        check_readable_file(data_file)
         data_config = replace(data_config, path=data_file)
     if data_config.path is not None and not Path(data_config.path).is_file():
         raise FoxhuntError(
