@@ -202,3 +202,38 @@ def test_an_export_never_lands_in_a_run_or_a_foreign_folder(finished: Path, tmp_
         code, err = cli(["export", finished, "--dynamic"])
         assert code == 0, err
     refused(["export", finished, "--onnx", "--output", finished / "int8-dynamic"], "onnx")
+
+
+def test_bench_memory_json_is_checked_before_measuring(finished: Path, tmp_path: Path) -> None:
+    """`bench-memory --json FIFO` blocked in open() after the whole benchmark, and `--json
+    RUN/metrics.json` replaced the run's metrics."""
+    fifo = tmp_path / "out.json"
+    os.mkfifo(fifo)
+    bench = ["bench-memory", "--steps", "1", "--warmup", "0", "--json"]
+    refused([*bench, fifo], "out.json", "FIFO")
+    before = snapshot(finished)
+    refused([*bench, finished / "metrics.json"], "metrics.json")
+    assert snapshot(finished) == before
+
+
+def test_an_output_folder_name_too_long_is_named(tmp_path: Path) -> None:
+    """A 250-byte --output-dir failed with "File name too long: .rrr....lock"."""
+    out = tmp_path / ("r" * 250)
+    line = refused(["train", *SMALL, "--synthetic-days", "4", "--output-dir", out], "250 bytes")
+    assert ".lock" not in line and not out.exists()
+
+
+def _die(args: tuple[object, ...]) -> dict[str, object]:
+    """A fold worker killed mid-fold (run in the spawned worker: importable by name)."""
+    os._exit(9)
+
+
+def test_a_dead_backtest_worker_is_one_line(
+    tmp_path: Path, bars_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `--jobs 2` worker killed (kill -9, OOM) was `internal error: BrokenProcessPool`."""
+    import foxhunt.backtest.runner as runner
+
+    monkeypatch.setattr(runner, "_parallel_fold", _die)
+    out = tmp_path / "bt"
+    refused([*backtest(bars_file, out), "--jobs", "2"], "worker process died", "resume")

@@ -18,6 +18,7 @@ import shutil
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, replace
 from multiprocessing import get_context
 from pathlib import Path
@@ -248,8 +249,15 @@ def _run_backtest(
     if bt.jobs > 1:
         threads = max(1, (os.cpu_count() or 1) // bt.jobs)
         context = get_context("spawn")  # torch and fork do not mix
-        with ProcessPoolExecutor(max_workers=bt.jobs, mp_context=context) as pool:
-            blocks = list(pool.map(_parallel_fold, [(*a, (), threads) for a in args]))
+        try:
+            with ProcessPoolExecutor(max_workers=bt.jobs, mp_context=context) as pool:
+                blocks = list(pool.map(_parallel_fold, [(*a, (), threads) for a in args]))
+        except BrokenProcessPool:  # a worker killed (OOM killer, kill -9): not a bug of ours
+            raise FoxhuntError(
+                f"a fold's worker process died (killed, or out of memory); complete folds are "
+                f"kept in {output_dir / 'folds'}: run the same command again to resume (fewer "
+                "--jobs if memory ran out)"
+            ) from None
     else:
         blocks = [run_fold(*a, callbacks(a[3]) if callbacks else ()) for a in args]
     frames = [

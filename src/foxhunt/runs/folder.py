@@ -28,6 +28,7 @@ from foxhunt.runs.files import MARKERS, OWNED_ENTRIES, PROTECTED_ENTRIES, RUN_EN
 from foxhunt.storage.atomic import fsync_dir
 
 Mode = Literal["new", "replace", "resume"]
+NAME_MAX = 255  # bytes in one path component (ext4, xfs, btrfs, tmpfs)
 
 
 def holds_run(folder: Path) -> bool:
@@ -50,6 +51,13 @@ def check_output_path(folder: Path, flag: str = "--output-dir") -> None:
     target = folder if folder.exists() else parent
     if not os.access(target, os.W_OK | os.X_OK):
         raise ConfigError(f"{flag} {folder}: {target} is not writable")
+    # beside it go .NAME.lock and .NAME.new-xxxxxxxx: too long a name failed naming those
+    longest = len(os.fsencode(folder.name)) + len(".new-xxxxxxxx.")
+    if longest > NAME_MAX:
+        raise ConfigError(
+            f"{flag} {folder}: the name is {len(os.fsencode(folder.name))} bytes; at most "
+            f"{NAME_MAX - len('.new-xxxxxxxx.')} fit (foxhunt writes .NAME.new-* beside it)"
+        )
 
 
 def check_output_file(path: Path, flag: str) -> None:
