@@ -4,6 +4,7 @@ hangs, misleading messages) found after its fixes, each through the CLI."""
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 from pathlib import Path
@@ -237,3 +238,17 @@ def test_a_dead_backtest_worker_is_one_line(
     monkeypatch.setattr(runner, "_parallel_fold", _die)
     out = tmp_path / "bt"
     refused([*backtest(bars_file, out), "--jobs", "2"], "worker process died", "resume")
+
+
+def test_report_refuses_bars_the_run_was_not_trained_on(finished: Path, tmp_path: Path) -> None:
+    """The report rebuilt its test split from whatever the data path held: after the file
+    changed (or with another --parquet-file) it described other bars, exit 0."""
+    config = json.loads((finished / "config.json").read_text())
+    trained_on = Path(config["data"]["path"])
+    other = tmp_path / "other.parquet"
+    generate_bars(days=6, seed=7).to_parquet(other)
+    refused(["report", finished, "--parquet-file", other], "other.parquet", "not the data")
+    moved = tmp_path / "moved.parquet"
+    shutil.copy(trained_on, moved)
+    code, err = cli(["report", finished, "--parquet-file", moved])  # the same bars, moved
+    assert code == 0 and (finished / "report" / "report.html").is_file(), err
