@@ -37,6 +37,7 @@ def test_an_output_file_never_replaces_a_file_of_the_run(
     # a new file beside the run's is the user's choice; an impossible place names the output
     code, err = cli([*evaluate, "--json", finished / "evaluation.json"])
     assert code == 0 and (finished / "evaluation.json").is_file(), err
+    refused([*evaluate, "--forecasts", tmp_path / "f.csv"], "f.csv", ".parquet")
     line = refused([*evaluate, "--json", "/proc/foxhunt-sweep.json"], "foxhunt-sweep.json")
     assert ".tmp" not in line
 
@@ -215,6 +216,8 @@ def test_bench_memory_json_is_checked_before_measuring(finished: Path, tmp_path:
     before = snapshot(finished)
     refused([*bench, finished / "metrics.json"], "metrics.json")
     assert snapshot(finished) == before
+    refused([*bench, tmp_path / "p.json", "--predictions"], "--predictions")
+    assert not (tmp_path / "p.json").exists()
 
 
 def test_an_output_folder_name_too_long_is_named(tmp_path: Path) -> None:

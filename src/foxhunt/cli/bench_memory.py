@@ -86,6 +86,8 @@ def resolve_device(name: str) -> torch.device:
 def run(args: argparse.Namespace) -> int:
     # before minutes of measuring: a FIFO blocked open(), RUN/metrics.json was replaced
     json_file = None if args.json in (None, "-") else Path(args.json)
+    if args.json is not None and args.predictions:  # it printed a table and wrote nothing
+        raise ConfigError("--json writes the benchmark's results; --predictions has none")
     if json_file is not None:
         check_output_file(json_file, "--json")
         check_replaceable(json_file)
