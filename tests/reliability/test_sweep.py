@@ -51,6 +51,8 @@ def test_backtest_folder_is_checked_locked_and_tied_to_its_data(
     refused(backtest(bars_file, finished), "holds a trained run")
     assert snapshot(finished) == run_files
     refused(backtest(bars_file, bars_file), "is a file")
+    refused(backtest(bars_file, finished / "checkpoints"), "checkpoints")
+    assert snapshot(finished) == run_files
 
     out = tmp_path / "bt"
     with open(tmp_path / ".bt.lock", "w") as lock:  # another process writing this backtest
@@ -173,6 +175,7 @@ def test_tune_never_takes_a_folder_holding_a_run_or_foreign_trials(
     flags = ["--parquet-file", bars_file, *SMALL[:-1], "--trials", "2", "--space", space]
     before = snapshot(finished)
     refused(["tune", *flags, "--output-dir", finished], "config.json", "no study")
+    refused(["tune", *flags, "--output-dir", finished / "report"], "report")
     assert snapshot(finished) == before
     mine = tmp_path / "study" / "trial-0001"
     mine.mkdir(parents=True)
@@ -255,3 +258,30 @@ def test_report_refuses_bars_the_run_was_not_trained_on(finished: Path, tmp_path
     shutil.copy(trained_on, moved)
     code, err = cli(["report", finished, "--parquet-file", moved])  # the same bars, moved
     assert code == 0 and (finished / "report" / "report.html").is_file(), err
+
+
+def test_an_unusable_torch_extensions_dir_falls_back_naming_it(
+    finished: Path, bars_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TORCH_EXTENSIONS_DIR=/proc/x made predict exit 2 with "No such file or directory:
+    /proc/x" (naming no variable); the kernel is optional, so the run goes on without it."""
+    from foxhunt import cpp_kernels
+
+    monkeypatch.setattr(cpp_kernels, "_built", {})
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", "/proc/foxhunt-sweep")
+    with pytest.warns(RuntimeWarning, match="TORCH_EXTENSIONS_DIR"):
+        code, err = cli(["predict", finished, "--parquet-file", bars_file])
+    assert code == 0, err
+
+
+def test_a_damaged_fold_result_says_what_to_do(tmp_path: Path, bars_file: Path) -> None:
+    """A truncated folds/0/result.json was "the file is damaged", with no next step."""
+    out = tmp_path / "bt"
+    code, err = cli(backtest(bars_file, out))
+    assert code == 0, err
+    result = out / "folds" / "0" / "result.json"
+    result.write_text(result.read_text()[:50])
+    refused(backtest(bars_file, out), "result.json", f"remove the folder {out / 'folds' / '0'}")
+    shutil.rmtree(out / "folds" / "0")
+    code, err = cli(backtest(bars_file, out))  # fold 1 runs again, fold 2 is read back
+    assert code == 0 and result.is_file(), err

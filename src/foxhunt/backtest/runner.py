@@ -42,14 +42,20 @@ from foxhunt.data import prepare_data
 from foxhunt.data.pipeline import load_frame
 from foxhunt.errors import FoxhuntError
 from foxhunt.jobs.train import JobOptions, train
-from foxhunt.runs import FORECASTS_FILE, RunConfig, check_output_path, holds_run
+from foxhunt.runs import (
+    FORECASTS_FILE,
+    RunConfig,
+    check_output_file,
+    check_output_path,
+    holds_run,
+)
 from foxhunt.runs.files import BACKTEST_CONFIG_FILE, BACKTEST_FILE
 from foxhunt.runs.folder import FolderLock
 from foxhunt.runs.identity import fingerprint
 from foxhunt.serving import load_run
 from foxhunt.storage import atomic_write_json
 from foxhunt.storage.base import CheckpointError
-from foxhunt.storage.bounded import read_json_bounded
+from foxhunt.storage.bounded import UnsafeFileError, read_json_bounded
 
 log = logging.getLogger("foxhunt.backtest")
 
@@ -135,7 +141,12 @@ def run_fold(
     done = where / RESULT_FILE
     if done.is_file():
         log.info("fold %d/%d: complete, read back from %s", k + 1, len(folds), done)
-        return dict(read_json_bounded(done))
+        try:
+            return dict(read_json_bounded(done))
+        except (UnsafeFileError, TypeError, ValueError) as exc:  # said only "damaged"
+            raise FoxhuntError(
+                f"{exc}; remove the folder {where} to run fold {k + 1} again"
+            ) from None
     fold = folds[k]
     log.info(
         "fold %d/%d: train %s .. %s, test %s .. %s (embargo %s)",
@@ -209,6 +220,7 @@ def run_backtest(
     One process writes a backtest folder at a time (a second is refused naming the first)."""
     output_dir = Path(output_dir)
     check_output_path(output_dir)
+    check_output_file(output_dir, "--output-dir")  # not RUN/checkpoints, RUN/report
     if output_dir.is_dir() and holds_run(output_dir):
         raise FoxhuntError(
             f"--output-dir {output_dir} holds a trained run (config.json, model.safetensors, "

@@ -12,7 +12,7 @@ from foxhunt.cli import train as train_cli
 from foxhunt.cli.common import share_options
 from foxhunt.errors import ConfigError, FoxhuntError
 from foxhunt.input_path import check_readable_file
-from foxhunt.runs import RunConfig, check_output_path
+from foxhunt.runs import RunConfig, check_output_file, check_output_path
 
 #: backtest flags a study does not take: its --trials is the study's, folds run in the trial
 NOT_FROM_BACKTEST = ("trials", "jobs")
@@ -92,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
     if args.data_file is not None:
         check_readable_file(args.data_file)
     check_output_path(args.output_dir)
+    check_output_file(args.output_dir, "--output-dir")  # not RUN/checkpoints, RUN/report
     base = base_config(args)
     tune = TuneConfig(
         trials=args.trials,
