@@ -285,3 +285,19 @@ def test_a_damaged_fold_result_says_what_to_do(tmp_path: Path, bars_file: Path) 
     shutil.rmtree(out / "folds" / "0")
     code, err = cli(backtest(bars_file, out))  # fold 1 runs again, fold 2 is read back
     assert code == 0 and result.is_file(), err
+
+
+def test_the_current_folder_as_output_dir_is_replaced_whole(
+    tmp_path: Path, bars_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--output-dir .` put its lock inside the run ("./..lock"): `--overwrite` then refused,
+    calling the lock a file foxhunt did not write."""
+    run = tmp_path / "here"
+    run.mkdir()
+    monkeypatch.chdir(run)
+    train(bars_file, Path("."))
+    before = snapshot(run)
+    train(bars_file, Path("."), "--overwrite", "--seed", "5")
+    after = snapshot(run)
+    assert after.keys() == before.keys() and after != before
+    assert not list(tmp_path.glob(".here.*")) and not list(run.glob(".*"))

@@ -79,6 +79,13 @@ def check_output_file(path: Path, flag: str) -> None:
         entry = owner.name
 
 
+def named(folder: Path) -> Path:
+    """`folder` with a name: "." or ".." (or "a/..") has none, and its lock and staging
+    folder landed inside it ("./..lock", which --overwrite then called a foreign file)."""
+    folder = Path(folder)
+    return Path(os.path.abspath(folder)) if folder.name in ("", ".", "..") else folder
+
+
 def first_existing(path: Path) -> Path:
     path = path.absolute()
     while not path.exists() and path != path.parent:
@@ -90,7 +97,7 @@ class RunFolder:
     """The lock and the working folder of one run (see the module docstring)."""
 
     def __init__(self, final: Path, *, mode: Mode) -> None:
-        self.final = Path(final)
+        self.final = named(final)
         self.mode = mode
         self.workdir = self.final
         self._folder_lock = FolderLock(self.final)
@@ -182,7 +189,7 @@ class FolderLock:
     the folder NAME (a run, a backtest); a context manager, or acquire() and release()."""
 
     def __init__(self, final: Path) -> None:
-        self.final = Path(final)
+        self.final = named(final)
         self._fd: int | None = None
 
     @property
