@@ -29,13 +29,14 @@ def subcommands() -> list[ModuleType]:
         bench_memory,
         evaluate,
         export,
+        inspect,
         predict,
         report,
         train,
         tune,
     )
 
-    return [train, predict, evaluate, report, bench_memory, export, backtest, tune]
+    return [train, predict, evaluate, inspect, report, bench_memory, export, backtest, tune]
 
 
 def build_parser() -> argparse.ArgumentParser:

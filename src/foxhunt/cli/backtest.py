@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from foxhunt.cli import train as train_cli
 from foxhunt.cli.common import share_options
+from foxhunt.data.sources import source_files
 from foxhunt.errors import ConfigError
-from foxhunt.input_path import check_readable_file
 
 if TYPE_CHECKING:
     from foxhunt.backtest import BacktestConfig
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from foxhunt.backtest import run_backtest
 
     if args.data_file is not None:
-        check_readable_file(args.data_file)
+        source_files(args.data_file)  # a file, or a folder or glob holding some
     config = train_cli.run_config_from_args(args)
     result = run_backtest(config, args.output_dir, backtest_config_from_args(args))
     print(summary_table(result))

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from foxhunt.cli.common import add_data_file_arguments, csv_tuple, float_tuple
-from foxhunt.cli.train_config import run_config_from_args
+from foxhunt.cli.train_config import run_config_from_args, tracking_config_from_args
+from foxhunt.data.sources import source_files
 from foxhunt.errors import ConfigError
-from foxhunt.input_path import check_readable_file
 from foxhunt.jobs.train import JobOptions, train
 from foxhunt.memory.oom import parse_budget
 from foxhunt.quant import QATConfig
@@ -26,6 +26,7 @@ from foxhunt.runs import (
     new_identity,
     read_identity,
 )
+from foxhunt.tracking import LOGGERS, build_tracker, check_installed
 from foxhunt.training.distributed import (
     DEFAULT_TIMEOUT_S,
     DistributedContext,
@@ -49,10 +50,36 @@ def register(sub: Any) -> None:
         help='largest time between bars inside a window ("10min"); "auto" = 1.5x the bar '
         'spacing; "none" lets windows straddle session gaps',
     )
+    d.add_argument(
+        "--calendar",
+        default="auto",
+        help='exchange calendar (docs/calendars.md): "auto" infers it from the symbol column '
+        '(ES, NQ, RTY, YM and micros -> "CME Globex Equity"), "none", or a '
+        "pandas_market_calendars name; saved with the run for predict and evaluate",
+    )
+    d.add_argument(
+        "--cross-breaks",
+        action="store_true",
+        help="let windows cross the calendar's scheduled closures (daily break, weekends, "
+        "holidays): gaps are measured in trading time, so only missing bars split windows",
+    )
     d.add_argument("--val-fraction", type=float, default=0.15)
     d.add_argument("--test-fraction", type=float, default=0.15)
     d.add_argument("--observed-columns", type=csv_tuple, default=(), help="extra past inputs")
     d.add_argument("--known-columns", type=csv_tuple, default=(), help="extra known inputs")
+    d.add_argument(
+        "--contract-column",
+        default="auto",
+        help="column naming each bar's contract or expiry: each contract its own series; "
+        '"auto" = a column called contract or expiry; "none" = ignore (docs/data.md)',
+    )
+    d.add_argument(
+        "--roll-adjust",
+        default=None,
+        choices=["ratio", "difference"],
+        help="one back-adjusted series per symbol, rolling on the volume crossover, instead "
+        "of per-contract segments",
+    )
     d.add_argument(
         "--synthetic-days", type=int, default=60, help="days of built-in data without a file"
     )
@@ -149,6 +176,15 @@ def register(sub: Any) -> None:
         help="with --output baseline: fit the output's volatility weight (and spread) on the "
         "training windows before the first epoch",
     )
+    t.add_argument(
+        "--lr-schedule",
+        default="constant",
+        choices=["constant", "cosine", "onecycle"],
+        help="cosine: linear warm-up, then cosine decay to --min-lr; onecycle: torch's OneCycleLR",
+    )
+    t.add_argument("--warmup-steps", type=int, default=None, help="default: --warmup-fraction")
+    t.add_argument("--warmup-fraction", type=float, default=0.05, help="of all planned steps")
+    t.add_argument("--min-lr", type=float, default=0.0, help="where the schedule ends")
     r = p.add_argument_group("run folder, checkpoints and memory")
     r.add_argument(
         "--output-dir", type=Path, default=None, help="run folder (default: runs/<date-time>)"
@@ -191,6 +227,18 @@ def register(sub: Any) -> None:
         "checkpointing and micro-batches from one probing step (docs/memory-budget.md)",
     )
     r.add_argument("--no-report", action="store_true", help="skip the HTML report at the end")
+    k = p.add_argument_group("tracking (see docs/tracking.md)")
+    k.add_argument(
+        "--logger",
+        action="append",
+        choices=LOGGERS,
+        default=None,
+        help="log to tensorboard and/or mlflow (repeat the flag for both); default none",
+    )
+    k.add_argument("--tracking-dir", default=None, help="TensorBoard folder (RUN/tensorboard)")
+    k.add_argument("--tracking-uri", default=None, help="MLflow URI (sqlite:///RUN/../mlflow.db)")
+    k.add_argument("--experiment", default="foxhunt", help="MLflow experiment name")
+    k.add_argument("--log-every", type=int, default=10, help="steps between step scalars")
     g = p.add_argument_group("distributed (under torchrun; see docs/distributed.md)")
     g.add_argument(
         "--dist-timeout",
@@ -227,9 +275,11 @@ def check_world_size(config: RunConfig, ctx: DistributedContext) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = run_config_from_args(args)
+    config, tracking = run_config_from_args(args), tracking_config_from_args(args)
+    # a logger's missing package: one line, before anything is written or trained
+    check_installed(tracking.active, tracking.tracking_uri)
     if args.data_file is not None:  # before any folder is locked, created or replaced
-        check_readable_file(args.data_file)
+        source_files(args.data_file)  # a file, or a folder or glob holding some
     storage = args.checkpoint_storage
     if storage is not None and ("://" not in storage or storage.startswith("file://")):
         check_output_path(Path(storage.removeprefix("file://")), "--checkpoint-storage")
@@ -247,6 +297,10 @@ def run(args: argparse.Namespace) -> int:
         workdir, identity = main_decides(ctx, claim)
         source = args.data_file or f"built-in synthetic ES bars ({args.synthetic_days} days)"
         log.info("training on %s -> %s", source, claimed[0].final if claimed else workdir)
+        # the main rank's: only it logs (the job hands callbacks to its trainer alone)
+        tracker = build_tracker(tracking, claimed[0].final, workdir) if ctx.is_main else None
+        if tracker is not None:
+            stack.callback(tracker.close)  # FAILED unless finish() ended it first
         options = JobOptions(
             resume=args.resume is not None,
             resume_from=args.resume_from,
@@ -258,15 +312,21 @@ def run(args: argparse.Namespace) -> int:
             leak_threshold_mb=args.leak_threshold_mb,
             qat=QATConfig(freeze_after=args.qat_freeze_after) if args.qat else None,
             memory_budget=args.memory_budget,
+            callbacks=() if tracker is None else (tracker,),
         )
         result = train(config, workdir, options=options, distributed=ctx)
         if not ctx.is_main:  # rank 0 alone prints and writes the run folder
             return 0
+        if tracker is not None:  # before the commit renames the folder its files are in
+            tracker.log_results(result.metrics)
         final = claimed[0].commit()  # complete: only now does it replace an earlier run
         print(result.table)
         print(f"run saved to {final} (metrics.json, model.safetensors, config.json)")
-        if not args.no_report:
-            print(f"report: {write_report(final, job=result)}")  # the job's model and data
+        report = None if args.no_report else write_report(final, job=result)
+        if report is not None:
+            print(f"report: {report}")  # written from the job's model and data
+        if tracker is not None:
+            tracker.finish(final, report)
     return 0
 
 

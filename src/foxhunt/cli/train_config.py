@@ -8,6 +8,7 @@ import argparse
 from foxhunt.data import DataConfig
 from foxhunt.model.config import TFTConfig
 from foxhunt.runs import RunConfig
+from foxhunt.tracking import TrackingConfig
 from foxhunt.training.config import TrainingConfig
 
 
@@ -17,15 +18,33 @@ def checkpointing_mode(args: argparse.Namespace) -> str | tuple[str, ...]:
     return "full" if args.use_gradient_checkpointing else "none"
 
 
+def tracking_config_from_args(args: argparse.Namespace) -> TrackingConfig:
+    return TrackingConfig(
+        loggers=tuple(args.logger or ()),
+        tracking_dir=args.tracking_dir,
+        tracking_uri=args.tracking_uri,
+        experiment=args.experiment,
+        log_every=args.log_every,
+    )
+
+
 def run_config_from_args(args: argparse.Namespace) -> RunConfig:
     max_gap = None if str(args.max_gap).lower() == "none" else args.max_gap
+    contracts = None if str(args.contract_column).lower() == "none" else args.contract_column
     data = DataConfig(
         path=args.data_file,
+        start=args.start,
+        end=args.end,
+        symbols=args.symbols,
+        contract_column=contracts,
+        roll_adjust=args.roll_adjust,
         timezone=args.timezone,
         timestamp_column=args.timestamp_column,
         lookback=args.lookback,
         horizon=args.horizon,
         max_gap=max_gap,
+        calendar=args.calendar,
+        cross_breaks=args.cross_breaks,
         val_fraction=args.val_fraction,
         test_fraction=args.test_fraction,
         observed_columns=args.observed_columns,
@@ -66,5 +85,9 @@ def run_config_from_args(args: argparse.Namespace) -> RunConfig:
         validate_initial=args.validate_initial,
         calibrate=args.calibrate,
         initial_confidence=args.initial_confidence,
+        lr_schedule=args.lr_schedule,
+        warmup_steps=args.warmup_steps,
+        warmup_fraction=args.warmup_fraction,
+        min_lr=args.min_lr,
     )
     return RunConfig(data=data, model=model, training=training)

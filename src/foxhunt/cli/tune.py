@@ -10,6 +10,7 @@ from typing import Any
 from foxhunt.cli import backtest as backtest_cli
 from foxhunt.cli import train as train_cli
 from foxhunt.cli.common import share_options
+from foxhunt.data.sources import source_files
 from foxhunt.errors import ConfigError, FoxhuntError
 from foxhunt.input_path import check_readable_file
 from foxhunt.runs import RunConfig, check_output_file, check_output_path
@@ -90,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     if args.config is not None:
         check_readable_file(args.config, "base config (--config)")
     if args.data_file is not None:
-        check_readable_file(args.data_file)
+        source_files(args.data_file)  # a file, or a folder or glob holding some
     check_output_path(args.output_dir)
     check_output_file(args.output_dir, "--output-dir")  # not RUN/checkpoints, RUN/report
     base = base_config(args)

@@ -19,12 +19,14 @@ import pandas as pd
 import torch
 
 from foxhunt.batch import TFTBatch
+from foxhunt.data.calendar import gap_clock
 from foxhunt.data.dataset import WindowDataset
 from foxhunt.data.encoded import EncodedFrame, FeatureSchema, LatestWindows
-from foxhunt.data.features import TARGET_NAME, FeatureSpec, calendar_features, series_starts
+from foxhunt.data.features import TARGET_NAME, FeatureSpec, known_calendar, series_starts
+from foxhunt.data.future import forecast_times, future_known_values
 from foxhunt.data.io import normalize_timestamps
 from foxhunt.data.scaling import CategoryEncoder, StandardScaler, TargetScaler
-from foxhunt.data.validate import validate_bars
+from foxhunt.data.series import validated_series
 from foxhunt.data.volatility import BaselineRows, IntradayProfile, baseline_rows, minute_of_day
 from foxhunt.data.windows import gap_flags, index_windows
 from foxhunt.errors import DataError
@@ -34,14 +36,15 @@ log = logging.getLogger("foxhunt.data")
 
 __all__ = ["EncodedFrame", "FeatureSchema", "LatestWindows", "Preprocessor"]
 #: Version 1 files (no volatility profile) still load; their windows carry no baseline scale.
-_READABLE_VERSIONS = (1, 2)
+#: Version 2 files (no calendar) load with none: extrapolated forecast times, no session inputs.
+_READABLE_VERSIONS = (1, 2, 3)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Preprocessor:
     """Fitted preprocessing; build it with `prepare_data`, persist it with save/load."""
 
-    VERSION: ClassVar[int] = 2
+    VERSION: ClassVar[int] = 3
 
     spec: FeatureSpec
     lookback: int
@@ -55,6 +58,9 @@ class Preprocessor:
     profile: IntradayProfile | None = None  # None: a version-1 run, no baseline scale
     baseline_window: int = 64  # bars of the rolling base volatility
     fast_window: int = 0  # bars of the fast volatility behind TFTBatch.vol_signal; 0 = none
+    contract_column: str | None = None  # DataConfig's setting ("auto", a name, None)
+    roll_adjust: str | None = None  # None: contracts as segments; "ratio" / "difference"
+    cross_breaks: bool = False  # gaps measured in trading time of spec.calendar (data/calendar)
 
     @property
     def target_scale(self) -> float:
@@ -81,11 +87,20 @@ class Preprocessor:
         )
 
     # --- transforming bars ------------------------------------------------------------
+    def gap_times(self, encoded: EncodedFrame) -> np.ndarray:
+        """[N] the times gaps are measured on (trading time when windows cross breaks)."""
+        return gap_clock(encoded.times_ns, self.spec.calendar, self.cross_breaks)
+
     def encode(self, frame: pd.DataFrame, *, min_rows: int) -> EncodedFrame:
         """Validate `frame`, move it to the training timezone and compute its features."""
         source = str(frame.attrs.get("source", "the bars frame"))
-        valid = validate_bars(
-            frame, source=source, min_rows=min_rows, extra_columns=self.spec.user_columns
+        valid, contracts = validated_series(
+            frame,
+            source=source,
+            min_rows=min_rows,
+            extra_columns=self.spec.user_columns,
+            contract_column=self.contract_column,
+            roll_adjust=self.roll_adjust,
         )
         times = valid["timestamp"]
         # read_normalized already parsed them into this timezone: parse and check only once
@@ -94,7 +109,9 @@ class Preprocessor:
                 times, timezone=self.timezone, column="timestamp", source=source
             )
         codes = self.symbols.encode(valid["symbol"].to_numpy(), source=source)
-        return EncodedFrame.build(valid, self.spec, timezone=self.timezone, codes=codes)
+        return EncodedFrame.build(
+            valid, self.spec, timezone=self.timezone, codes=codes, contract_column=contracts
+        )
 
     def baseline(self, encoded: EncodedFrame) -> BaselineRows | None:
         """Per-row base volatility and profile (scaled units); None without a profile."""
@@ -103,12 +120,13 @@ class Preprocessor:
         return baseline_rows(
             encoded.features.returns,
             minute_of_day(encoded.times, self.timezone),
-            series_starts(encoded.symbol_codes),
+            series_starts(encoded.series_codes),
             profile=self.profile,
             window=self.baseline_window,
             target_scale=self.target_scale,
-            gaps=gap_flags(encoded.symbol_codes, encoded.times_ns, self.max_gap_ns),
+            gaps=gap_flags(encoded.series_codes, self.gap_times(encoded), self.max_gap_ns),
             fast_window=self.fast_window,
+            codes=encoded.symbol_codes,
         )
 
     @staticmethod
@@ -129,7 +147,8 @@ class Preprocessor:
     ) -> dict[str, WindowDataset]:
         """One dataset per entry of `anchors` (from `ready_anchors`), all sharing one set of
         storage tensors; `baseline` is `self.baseline(encoded)`, computed once by the caller."""
-        values = torch.from_numpy(self.scaler.transform(encoded.features.inputs))
+        scaled = self.scaler.transform(encoded.features.inputs, codes=encoded.symbol_codes)
+        values = torch.from_numpy(scaled)  # each symbol by its own statistics
         targets = torch.from_numpy(self.target_scaler.transform(encoded.features.returns))
         codes = torch.from_numpy(encoded.symbol_codes.astype(np.int64))
         volatility = profile = signal = None
@@ -162,9 +181,9 @@ class Preprocessor:
         """Every valid window of new bars (for `evaluate`), with targets, scaled as in training."""
         encoded = self.encode(frame, min_rows=self.lookback + self.horizon)
         index = index_windows(
-            encoded.symbol_codes,
+            encoded.series_codes,
             np.zeros(len(encoded.times_ns), dtype=np.int8),
-            encoded.times_ns,
+            self.gap_times(encoded),
             encoded.finite,
             lookback=self.lookback,
             horizon=self.horizon,
@@ -180,31 +199,36 @@ class Preprocessor:
             )
         return self.windows(encoded, anchors, baseline)["all"]
 
-    def latest(self, frame: pd.DataFrame) -> LatestWindows:
+    def latest(self, frame: pd.DataFrame, future: pd.DataFrame | None = None) -> LatestWindows:
         """The latest `lookback` bars of each symbol and the known inputs of the next H bars.
 
-        Future times are extrapolated from the training bar spacing (session breaks are not
-        skipped); user `known_columns` keep their last value over the horizon. Anchors are
-        rows of `frame` sorted by symbol and time.
+        Future times are the next bars that trade on the run's calendar (without one,
+        extrapolated from the training bar spacing); user `known_columns` come from `future`
+        (normalized rows by timestamp and symbol), refused without it (data/future.py).
+        Anchors are rows of `frame` sorted by symbol and time.
         """
         encoded = self.encode(frame, min_rows=self.lookback)
         ends = np.flatnonzero(np.append(series_starts(encoded.symbol_codes)[1:], True))  # [B]
         rows = ends[:, None] + np.arange(-self.lookback + 1, 1)  # [B, L]
         baseline = self.baseline(encoded)
         self._check_latest(encoded, rows, baseline)
-        future, future_times = self._future_known(encoded, ends)
+        future_inputs, future_times = self._future_known(encoded, ends, future)
+        past = self.scaler.transform(
+            encoded.features.inputs[rows], codes=encoded.symbol_codes[rows]
+        )
         scale = signal = None
         if baseline is not None and baseline.signal is not None:
             signal = torch.from_numpy(baseline.signal[ends][:, None].astype(np.float32))
         if baseline is not None and self.profile is not None:  # next H bars' profile
             minutes = minute_of_day(pd.DatetimeIndex(np.concatenate(future_times)), self.timezone)
-            future_profile = self.profile(minutes).reshape(len(ends), self.horizon)
+            codes = np.repeat(encoded.symbol_codes[ends], self.horizon)  # [B*H], symbol-major
+            future_profile = self.profile(minutes, codes).reshape(len(ends), self.horizon)
             scale = baseline.volatility[ends][:, None] * future_profile  # [B, H]
             scale = torch.from_numpy(scale.astype(np.float32))
         batch = TFTBatch(
             static=torch.zeros(len(ends), 0),
-            past=torch.from_numpy(self.scaler.transform(encoded.features.inputs[rows])),
-            future=torch.from_numpy(future),
+            past=torch.from_numpy(past),
+            future=torch.from_numpy(future_inputs),
             static_categorical=torch.from_numpy(encoded.symbol_codes[ends][:, None].copy()),
             anchor=torch.from_numpy(ends.astype(np.int64)),
             scale=scale,
@@ -218,47 +242,50 @@ class Preprocessor:
     ) -> None:
         """Each symbol's last L rows are its own and complete; warn if a gap lies inside."""
         source = encoded.frame.attrs.get("source")
-        codes = encoded.symbol_codes
+        codes = encoded.series_codes  # the last rows of the symbol's latest contract
         complete = (codes[rows] == codes[rows[:, -1:]]).all(1) & encoded.finite[rows].all(1)
         if baseline is not None:
             complete &= baseline.ready[rows[:, -1]]
         for b in np.flatnonzero(~complete):
-            name = self.symbols.categories[codes[rows[b, -1]]]
+            name = self.symbols.categories[encoded.symbol_codes[rows[b, -1]]]
             raise DataError(
                 f"{source}: symbol {name!r} has {int((codes == codes[rows[b, -1]]).sum())} bars; "
                 f"a forecast needs its last {self.lookback} with complete features, i.e. about "
                 f"{self.lookback + max((*self.spec.volatility_windows, self.baseline_window))} bars"
             )
-        gaps = gap_flags(codes, encoded.times_ns, self.max_gap_ns)
+        gaps = gap_flags(codes, self.gap_times(encoded), self.max_gap_ns)
         if gaps[rows[:, 1:]].any():
             log.warning(
                 "%s: the latest %d bars hold a gap over %s", source, self.lookback, self.max_gap
             )
 
     def _future_known(
-        self, encoded: EncodedFrame, ends: np.ndarray
+        self, encoded: EncodedFrame, ends: np.ndarray, future: pd.DataFrame | None
     ) -> tuple[np.ndarray, tuple[pd.DatetimeIndex, ...]]:
         """Scaled known inputs [B, H, F] at the next H bar times, and those times."""
-        steps = np.arange(1, self.horizon + 1, dtype=np.int64) * self.bar_spacing_ns
-        future_ns = (encoded.times_ns[ends][:, None] + steps).ravel()  # [B*H], symbol-major
-        times = pd.DatetimeIndex(future_ns).tz_localize("UTC").tz_convert(encoded.times.tz)
-        known = [calendar_features(times, self.timezone)]
-        if self.spec.known_columns:
-            log.warning(
-                "%s: known columns %s are held at their last value over the horizon",
-                encoded.frame.attrs.get("source"),
-                list(self.spec.known_columns),
-            )
-            last = encoded.features.inputs[ends, -len(self.spec.known_columns) :]
-            known.append(np.repeat(last, self.horizon, axis=0))
-        future = np.concatenate(known, axis=1).reshape(len(ends), self.horizon, -1)
-        scaled = self.scaler.transform(future, slice(encoded.features.num_observed, None))
+        times_ns = forecast_times(  # [B, H]
+            encoded.times_ns[ends],
+            spacing_ns=self.bar_spacing_ns,
+            horizon=self.horizon,
+            calendar=self.spec.calendar,
+        )
+        times = pd.DatetimeIndex(times_ns.ravel()).tz_localize("UTC").tz_convert(encoded.times.tz)
+        symbols = tuple(self.symbols.categories[c] for c in encoded.symbol_codes[ends])
+        known = [
+            known_calendar(times, self.spec, self.timezone),
+            future_known_values(future, self.spec.known_columns, symbols, times_ns),
+        ]
+        future_inputs = np.concatenate(known, axis=1).reshape(len(ends), self.horizon, -1)
+        codes = np.repeat(encoded.symbol_codes[ends][:, None], self.horizon, axis=1)  # [B, H]
+        scaled = self.scaler.transform(
+            future_inputs, slice(encoded.features.num_observed, None), codes=codes
+        )
         h = self.horizon
         return scaled, tuple(times[b * h : (b + 1) * h] for b in range(len(ends)))
 
-    def latest_batch(self, frame: pd.DataFrame) -> TFTBatch:
-        """`latest(frame).batch`: one window per symbol, target None."""
-        return self.latest(frame).batch
+    def latest_batch(self, frame: pd.DataFrame, future: pd.DataFrame | None = None) -> TFTBatch:
+        """`latest(frame, future).batch`: one window per symbol, target None."""
+        return self.latest(frame, future).batch
 
     # --- persistence ------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -276,6 +303,9 @@ class Preprocessor:
             "profile": None if self.profile is None else self.profile.state_dict(),
             "baseline_window": self.baseline_window,
             "fast_window": self.fast_window,
+            "contract_column": self.contract_column,
+            "roll_adjust": self.roll_adjust,
+            "cross_breaks": self.cross_breaks,
         }
 
     @classmethod
@@ -298,6 +328,9 @@ class Preprocessor:
             profile=None if profile is None else IntradayProfile.from_state_dict(profile),
             baseline_window=int(state.get("baseline_window", 64)),
             fast_window=int(state.get("fast_window", 0)),  # absent before it existed: none
+            contract_column=state.get("contract_column"),  # absent: contracts were ignored
+            roll_adjust=state.get("roll_adjust"),
+            cross_breaks=bool(state.get("cross_breaks", False)),  # absent before calendars
         )
 
     def save(self, path: str | Path) -> None:
