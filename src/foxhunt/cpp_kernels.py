@@ -178,7 +178,12 @@ def _build(source: Path, name: str, isa: str) -> ModuleType | None:
     _ninja_on_path()
     wait = build_lock.timeout()
     flags = _flags(isa)
-    folder = build_folder(source, name, isa)
+    try:
+        folder = build_folder(source, name, isa)  # torch creates TORCH_EXTENSIONS_DIR here
+    except OSError as err:  # unwritable or impossible: the run goes on without the kernel
+        root = os.environ.get("TORCH_EXTENSIONS_DIR") or "the torch extensions folder"
+        _failed(name, f"{root}: {err.strerror}", "Set TORCH_EXTENSIONS_DIR to a writable folder")
+        return None
     log.info("loading foxhunt's %s CPU kernel (its first build on a machine takes ~1 min)", name)
     try:
         with build_lock.exclusive(folder, name, wait) as held:

@@ -18,6 +18,7 @@ import shutil
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, replace
 from multiprocessing import get_context
 from pathlib import Path
@@ -35,20 +36,29 @@ from foxhunt.backtest.folds import (
     parse_embargo,
     parse_test_size,
 )
+from foxhunt.backtest.settings import check_same_backtest
 from foxhunt.backtest.summary import fold_block, summarize
 from foxhunt.data import prepare_data
 from foxhunt.data.pipeline import load_frame
 from foxhunt.errors import FoxhuntError
 from foxhunt.jobs.train import JobOptions, train
-from foxhunt.runs import FORECASTS_FILE, RunConfig
+from foxhunt.runs import (
+    FORECASTS_FILE,
+    RunConfig,
+    check_output_file,
+    check_output_path,
+    holds_run,
+)
+from foxhunt.runs.files import BACKTEST_CONFIG_FILE, BACKTEST_FILE
+from foxhunt.runs.folder import FolderLock
+from foxhunt.runs.identity import fingerprint
 from foxhunt.serving import load_run
 from foxhunt.storage import atomic_write_json
 from foxhunt.storage.base import CheckpointError
-from foxhunt.storage.bounded import read_json_bounded
+from foxhunt.storage.bounded import UnsafeFileError, read_json_bounded
 
 log = logging.getLogger("foxhunt.backtest")
 
-BACKTEST_FILE = "backtest.json"
 RESULT_FILE = "result.json"
 
 
@@ -131,7 +141,12 @@ def run_fold(
     done = where / RESULT_FILE
     if done.is_file():
         log.info("fold %d/%d: complete, read back from %s", k + 1, len(folds), done)
-        return dict(read_json_bounded(done))
+        try:
+            return dict(read_json_bounded(done))
+        except (UnsafeFileError, TypeError, ValueError) as exc:  # said only "damaged"
+            raise FoxhuntError(
+                f"{exc}; remove the folder {where} to run fold {k + 1} again"
+            ) from None
     fold = folds[k]
     log.info(
         "fold %d/%d: train %s .. %s, test %s .. %s (embargo %s)",
@@ -201,8 +216,27 @@ def run_backtest(
     *,
     callbacks: Callable[[int], tuple[Any, ...]] | None = None,
 ) -> dict[str, Any]:
-    """Cut the folds, run each (skipping complete ones), write and return backtest.json."""
+    """Cut the folds, run each (skipping complete ones), write and return backtest.json.
+    One process writes a backtest folder at a time (a second is refused naming the first)."""
     output_dir = Path(output_dir)
+    check_output_path(output_dir)
+    check_output_file(output_dir, "--output-dir")  # not RUN/checkpoints, RUN/report
+    if output_dir.is_dir() and holds_run(output_dir):
+        raise FoxhuntError(
+            f"--output-dir {output_dir} holds a trained run (config.json, model.safetensors, "
+            "...); a backtest needs a folder of its own"
+        )
+    with FolderLock(output_dir):
+        return _run_backtest(config, output_dir, bt, callbacks)
+
+
+def _run_backtest(
+    config: RunConfig,
+    output_dir: Path,
+    bt: BacktestConfig,
+    callbacks: Callable[[int], tuple[Any, ...]] | None,
+) -> dict[str, Any]:
+    data_file = fingerprint(config.data.path)  # before reading: what the folds are cut from
     frame = load_frame(config.data)
     times = pd.DatetimeIndex(frame["timestamp"])
     test_size = None if bt.test_size is None else parse_test_size(bt.test_size)
@@ -218,17 +252,24 @@ def run_backtest(
     distinct = np.unique(times.as_unit("ns").asi8)
     years = (distinct[-1] - distinct[0]) / (365.25 * 86400e9)
     bars_per_year = len(distinct) / years if years > 0 else 1.0
-    settings = _json_safe({**asdict(bt), "run": config.to_dict()})
-    _check_same_backtest(output_dir, settings)
+    settings = _json_safe({**asdict(bt), "run": config.to_dict(), "data_file": data_file})
+    check_same_backtest(output_dir, settings)
     (output_dir / "folds").mkdir(parents=True, exist_ok=True)
-    atomic_write_json(output_dir / "backtest_config.json", settings)
+    atomic_write_json(output_dir / BACKTEST_CONFIG_FILE, settings)
     started = time.perf_counter()
     args = [(config, output_dir, folds, k, bt, closes, bars_per_year) for k in range(bt.folds)]
     if bt.jobs > 1:
         threads = max(1, (os.cpu_count() or 1) // bt.jobs)
         context = get_context("spawn")  # torch and fork do not mix
-        with ProcessPoolExecutor(max_workers=bt.jobs, mp_context=context) as pool:
-            blocks = list(pool.map(_parallel_fold, [(*a, (), threads) for a in args]))
+        try:
+            with ProcessPoolExecutor(max_workers=bt.jobs, mp_context=context) as pool:
+                blocks = list(pool.map(_parallel_fold, [(*a, (), threads) for a in args]))
+        except BrokenProcessPool:  # a worker killed (OOM killer, kill -9): not a bug of ours
+            raise FoxhuntError(
+                f"a fold's worker process died (killed, or out of memory); complete folds are "
+                f"kept in {output_dir / 'folds'}: run the same command again to resume (fewer "
+                "--jobs if memory ran out)"
+            ) from None
     else:
         blocks = [run_fold(*a, callbacks(a[3]) if callbacks else ()) for a in args]
     frames = [
@@ -244,17 +285,6 @@ def run_backtest(
     result = _json_safe(result)
     atomic_write_json(output_dir / BACKTEST_FILE, result)
     return result
-
-
-def _check_same_backtest(output_dir: Path, settings: dict[str, Any]) -> None:
-    saved = output_dir / "backtest_config.json"
-    if saved.is_file():
-        before = read_json_bounded(saved)
-        if before != settings:
-            raise FoxhuntError(
-                f"{output_dir} holds a backtest with other settings; use another --output-dir "
-                "(or remove the folder) rather than mixing folds of two backtests"
-            )
 
 
 def _json_safe(value: Any) -> Any:

@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import sys
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -16,6 +17,9 @@ from foxhunt.bench.table import format_table
 from foxhunt.cli.common import csv_tuple
 from foxhunt.errors import ConfigError
 from foxhunt.model.size import check_step_fits_in_memory
+from foxhunt.runs import check_output_file
+from foxhunt.storage import atomic_write_json
+from foxhunt.storage.atomic import check_replaceable
 from foxhunt.transforms.checkpointing import resolve_policy
 
 log = logging.getLogger("foxhunt.memory")
@@ -80,6 +84,13 @@ def resolve_device(name: str) -> torch.device:
 
 
 def run(args: argparse.Namespace) -> int:
+    # before minutes of measuring: a FIFO blocked open(), RUN/metrics.json was replaced
+    json_file = None if args.json in (None, "-") else Path(args.json)
+    if args.json is not None and args.predictions:  # it printed a table and wrote nothing
+        raise ConfigError("--json writes the benchmark's results; --predictions has none")
+    if json_file is not None:
+        check_output_file(json_file, "--json")
+        check_replaceable(json_file)
     preset = PRESETS[args.preset]
     cfg = with_overrides(
         preset.config,
@@ -128,8 +139,7 @@ def run(args: argparse.Namespace) -> int:
         json.dump(report.to_dict(), sys.stdout, indent=2)
         print()
         return 0
-    if args.json is not None:
-        with open(args.json, "w") as f:
-            json.dump(report.to_dict(), f, indent=2)
+    if json_file is not None:
+        atomic_write_json(json_file, report.to_dict())
     print(format_table(report))
     return 0

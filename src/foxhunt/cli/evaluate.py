@@ -12,7 +12,9 @@ import numpy as np
 
 from foxhunt.baselines import FittedBaselines
 from foxhunt.cli.common import add_data_file_arguments, read_frame
-from foxhunt.runs import BASELINE_FILE, RunFileError, read_baseline_state
+from foxhunt.data.spacing import check_spacing
+from foxhunt.errors import ConfigError
+from foxhunt.runs import BASELINE_FILE, RunFileError, check_output_file, read_baseline_state
 from foxhunt.serving import load_run
 from foxhunt.storage import atomic_write_json
 from foxhunt.task import all_baselines, bp_per_unit, results_table, score
@@ -47,8 +49,15 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.json is not None:
+        check_output_file(args.json, "--json")
+    if args.forecasts is not None:
+        check_output_file(args.forecasts, "--forecasts")
+        if args.forecasts.suffix.lower() != ".parquet":  # x.csv held Parquet bytes, exit 0
+            raise ConfigError(f"--forecasts {args.forecasts}: name a .parquet file (Parquet)")
     loaded = load_run(args.run_dir)
     frame = read_frame(args, loaded.preprocessor.timezone)
+    check_spacing(frame, loaded.preprocessor.bar_spacing, str(args.data_file))
     dataset = loaded.preprocessor.dataset(frame)
     pred, target, _ = predict_windows(loaded.model, dataset)
     assert target is not None

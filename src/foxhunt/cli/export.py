@@ -55,12 +55,15 @@ def run(args: argparse.Namespace) -> int:
         if args.mode == "dynamic":
             raise FoxhuntError("--dynamic does not go with --onnx: use --onnx --int8")
         kind = "onnx-int8" if args.mode == "qat" else "onnx"
-        return _onnx(args, args.output or args.run_dir / EXPORT_DIRS[kind], int8=kind != "onnx")
+        output = args.output or args.run_dir / EXPORT_DIRS[kind]
+        check_export_output(output, onnx=True)
+        return _onnx(args, output, int8=kind != "onnx")
     if args.mode is None:
         raise FoxhuntError("say what to export: --int8, --dynamic or --onnx [--int8]")
     if args.opset is not None:
         raise FoxhuntError("--opset goes with --onnx")
     output = args.output or args.run_dir / EXPORT_DIRS[args.mode]
+    check_export_output(output, onnx=False)
     spec = export_run(args.run_dir, output, mode=args.mode)
     sizes = spec["bytes"]
     print(
@@ -69,6 +72,29 @@ def run(args: argparse.Namespace) -> int:
     )
     print(f"use it as a run folder: foxhunt predict {output} --parquet-file FILE")
     return 0
+
+
+def check_export_output(output: Path, *, onnx: bool) -> None:
+    """An export folder is new, empty or an export of the same kind: `--output OTHER_RUN`
+    replaced that run's config.json and made it serve this run's int8 model, exit 0."""
+    from foxhunt.errors import ConfigError
+    from foxhunt.runs import EXPORT_DIRS, check_output_file, check_output_path
+    from foxhunt.runs.files import is_export, is_onnx_export
+
+    check_output_path(output, "--output")
+    # RUN/int8, RUN/onnx[-int8] are the export's own place; above them nothing foxhunt wrote
+    own = output.name in EXPORT_DIRS.values()
+    check_output_file(output.parent if own else output, "--output")
+    if not output.is_dir() or not any(output.iterdir()):
+        return
+    same_kind = is_onnx_export(output) if onnx else is_export(output)
+    if not same_kind:
+        held = sorted(p.name for p in output.iterdir())[:5]
+        kind = "an ONNX export" if onnx else "an int8 export"
+        raise ConfigError(
+            f"--output {output} holds {held}, not {kind}; an export replaces its folder's "
+            "files: choose a new or empty folder"
+        )
 
 
 def _onnx(args: argparse.Namespace, output: Path, *, int8: bool) -> int:

@@ -13,7 +13,7 @@ from foxhunt.cli.common import share_options
 from foxhunt.data.sources import source_files
 from foxhunt.errors import ConfigError, FoxhuntError
 from foxhunt.input_path import check_readable_file
-from foxhunt.runs import RunConfig, check_output_path
+from foxhunt.runs import RunConfig, check_output_file, check_output_path
 
 #: backtest flags a study does not take: its --trials is the study's, folds run in the trial
 NOT_FROM_BACKTEST = ("trials", "jobs")
@@ -87,10 +87,13 @@ def run(args: argparse.Namespace) -> int:
         ) from None
     from foxhunt.tune import BEST_FILE, TuneConfig, best_of, read_space, run_study
 
-    check_readable_file(args.space)
+    check_readable_file(args.space, "search space (--space)")
+    if args.config is not None:
+        check_readable_file(args.config, "base config (--config)")
     if args.data_file is not None:
         source_files(args.data_file)  # a file, or a folder or glob holding some
     check_output_path(args.output_dir)
+    check_output_file(args.output_dir, "--output-dir")  # not RUN/checkpoints, RUN/report
     base = base_config(args)
     tune = TuneConfig(
         trials=args.trials,

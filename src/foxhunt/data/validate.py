@@ -15,6 +15,8 @@ log = logging.getLogger("foxhunt.data")
 
 PRICE_VOLUME = ("open", "high", "low", "close", "volume")
 REQUIRED = ("timestamp", *PRICE_VOLUME)
+#: no bars of an electronic futures market come from before this (1971-01-01 UTC)
+EARLIEST_NS = pd.Timestamp("1971-01-01", tz="UTC").value
 
 
 def _where(frame: pd.DataFrame, row: int) -> str:
@@ -74,6 +76,19 @@ def _check_values(frame: pd.DataFrame, columns: Sequence[str], source: str) -> N
             )
     for column, v in values.items():
         frame[column] = v
+
+
+def _check_era(frame: pd.DataFrame, source: str) -> None:
+    """Times before 1971 are numbers read as Unix epoch seconds: Excel serial dates
+    (45678.5 = 2025-01-22 12:00) became 1970-01-01 12:41:18 and trained with exit 0."""
+    ns = pd.DatetimeIndex(frame["timestamp"]).as_unit("ns").asi8  # naive: wall time as UTC
+    row = _first(ns < EARLIEST_NS)
+    if row is not None:
+        raise DataError(
+            f"{source}: column 'timestamp' is before 1971 at {_where(frame, row)}; numbers are "
+            "read as Unix epoch times (Excel serial dates are not); store ISO times such as "
+            "2026-03-09 09:30:00"
+        )
 
 
 def _sort(frame: pd.DataFrame, source: str, contract_column: str | None) -> pd.DataFrame:
@@ -147,6 +162,7 @@ def validate_bars(
     if frame["timestamp"].isna().any():
         row = int(np.flatnonzero(frame["timestamp"].isna().to_numpy())[0])
         raise DataError(f"{source}: column 'timestamp' is empty at row {row}; drop that row")
+    _check_era(frame, source)
     _check_values(frame, (*PRICE_VOLUME, *extra_columns), source)
     if contract_column is not None and frame[contract_column].isna().any():
         row = int(np.flatnonzero(frame[contract_column].isna().to_numpy())[0])

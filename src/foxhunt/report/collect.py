@@ -11,9 +11,11 @@ import pandas as pd
 import torch
 
 from foxhunt.data import FeatureSchema, PreparedData, WindowDataset, prepare_data
-from foxhunt.errors import FoxhuntError
+from foxhunt.errors import DataError, FoxhuntError
+from foxhunt.input_path import check_readable_file
 from foxhunt.model.config import TFTConfig
 from foxhunt.runs import HISTORY_FILE, METRICS_FILE, read_history_lines, read_metrics
+from foxhunt.runs.identity import fingerprint, read_identity
 from foxhunt.serving import load_run
 from foxhunt.task import bp_per_unit, calibration
 from foxhunt.training.inference import sequential_batches
@@ -83,14 +85,30 @@ def collect(run_dir: Path, data_file: Path | None = None) -> ReportData:
     """Load the run, rebuild its test split with the run's own preprocessing, interpret it."""
     loaded = load_run(run_dir)
     data_config = loaded.config.data
-    if data_file is not None:
+    if data_file is not None:  # given: say what it is (a folder, a FIFO) if not bars
+        check_readable_file(data_file)
         data_config = replace(data_config, path=data_file)
     if data_config.path is not None and not Path(data_config.path).is_file():
         raise FoxhuntError(
             f"{data_config.path} (the run's data) is gone; pass the bars with --parquet-file"
         )
+    _check_run_data(run_dir, data_config.path)
     data = prepare_data(data_config, preprocessor=loaded.preprocessor)
     return collect_from(run_dir, loaded.model, data, loaded.config.model)
+
+
+def _check_run_data(run_dir: Path, path: Path | None) -> None:
+    """The report rebuilds the run's test split: from other bars (the file changed at its
+    path, or another --parquet-file) its figures and metrics would describe those, exit 0."""
+    identity = read_identity(run_dir)
+    if identity is None or (identity["data"].get("synthetic") and path is None):
+        return  # a run from before identities: nothing to compare with
+    if fingerprint(path) != identity["data"]:
+        where = path if path is not None else "the built-in synthetic bars"
+        raise DataError(
+            f"{where} is not the data run {run_dir} was trained on (size or content "
+            "differs); pass the run's bars with --parquet-file"
+        )
 
 
 def collect_from(

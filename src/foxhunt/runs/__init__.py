@@ -31,7 +31,13 @@ from foxhunt.runs.files import (
     is_export,
     is_onnx_export,
 )
-from foxhunt.runs.folder import Mode, RunFolder, check_output_path, holds_run
+from foxhunt.runs.folder import (
+    Mode,
+    RunFolder,
+    check_output_file,
+    check_output_path,
+    holds_run,
+)
 from foxhunt.runs.identity import (
     check_same_data,
     new_identity,
@@ -84,6 +90,7 @@ __all__ = [
     "RunFileError",
     "RunFolder",
     "append_history",
+    "check_output_file",
     "check_output_path",
     "check_same_data",
     "clear_history",

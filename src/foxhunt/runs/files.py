@@ -68,6 +68,19 @@ OWNED_ENTRIES = (
     *EXPORT_DIRS.values(),
 )
 
+# Folders of the other commands: `foxhunt backtest` (backtest/runner.py) and `foxhunt tune`
+# (tune/study.py, tune/report.py) name their files here so that an output flag of another
+# command (predict --output, evaluate --json) never replaces one of them.
+BACKTEST_FILE = "backtest.json"
+BACKTEST_CONFIG_FILE = "backtest_config.json"
+BACKTEST_ENTRIES = (BACKTEST_FILE, BACKTEST_CONFIG_FILE, "folds", REPORT_DIR)
+STUDY_ENTRIES = ("study.json", "study.db", "best.yaml", "trials.csv")
+EXPORT_ENTRIES = (EXPORT_FILE, INT8_WEIGHTS_FILE, ONNX_MODEL_FILE, ONNX_SPEC_FILE)
+#: a folder holding one of these is foxhunt's, and its entries below are never replaced
+#: by an output file
+MARKERS = (*RUN_ENTRIES, *EXPORT_ENTRIES, BACKTEST_CONFIG_FILE, "study.json")
+PROTECTED_ENTRIES = frozenset((*OWNED_ENTRIES, *EXPORT_ENTRIES, *BACKTEST_ENTRIES, *STUDY_ENTRIES))
+
 
 def is_export(folder: Path) -> bool:
     """An int8 export folder (foxhunt export) rather than a run folder."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import glob
 import os
 import shutil
 import uuid
@@ -23,10 +24,11 @@ from types import TracebackType
 from typing import Literal
 
 from foxhunt.errors import ConfigError
-from foxhunt.runs.files import OWNED_ENTRIES, RUN_ENTRIES
+from foxhunt.runs.files import MARKERS, OWNED_ENTRIES, PROTECTED_ENTRIES, RUN_ENTRIES
 from foxhunt.storage.atomic import fsync_dir
 
 Mode = Literal["new", "replace", "resume"]
+NAME_MAX = 255  # bytes in one path component (ext4, xfs, btrfs, tmpfs)
 
 
 def holds_run(folder: Path) -> bool:
@@ -49,6 +51,39 @@ def check_output_path(folder: Path, flag: str = "--output-dir") -> None:
     target = folder if folder.exists() else parent
     if not os.access(target, os.W_OK | os.X_OK):
         raise ConfigError(f"{flag} {folder}: {target} is not writable")
+    # beside it go .NAME.lock and .NAME.new-xxxxxxxx: too long a name failed naming those
+    longest = len(os.fsencode(folder.name)) + len(".new-xxxxxxxx.")
+    if longest > NAME_MAX:
+        raise ConfigError(
+            f"{flag} {folder}: the name is {len(os.fsencode(folder.name))} bytes; at most "
+            f"{NAME_MAX - len('.new-xxxxxxxx.')} fit (foxhunt writes .NAME.new-* beside it)"
+        )
+
+
+def check_output_file(path: Path, flag: str) -> None:
+    """An output file (predict --output, evaluate --json) never replaces what foxhunt wrote
+    in a run, export, backtest or study folder: `evaluate RUN --json RUN/metrics.json` once
+    silently swapped the run's test metrics for another file's."""
+    path = Path(path)
+    try:
+        folder = path.parent.resolve()  # the last part stays: a symlink itself is replaced
+    except (OSError, RuntimeError):
+        return  # a loop: the write itself reports it
+    entry = path.name
+    for owner in (folder, *folder.parents):
+        if entry in PROTECTED_ENTRIES and any(os.path.lexists(owner / m) for m in MARKERS):
+            raise ConfigError(
+                f"{flag} {path} would replace {entry!r} of the foxhunt folder {owner}; "
+                "write the output elsewhere"
+            )
+        entry = owner.name
+
+
+def named(folder: Path) -> Path:
+    """`folder` with a name: "." or ".." (or "a/..") has none, and its lock and staging
+    folder landed inside it ("./..lock", which --overwrite then called a foreign file)."""
+    folder = Path(folder)
+    return Path(os.path.abspath(folder)) if folder.name in ("", ".", "..") else folder
 
 
 def first_existing(path: Path) -> Path:
@@ -62,15 +97,15 @@ class RunFolder:
     """The lock and the working folder of one run (see the module docstring)."""
 
     def __init__(self, final: Path, *, mode: Mode) -> None:
-        self.final = Path(final)
+        self.final = named(final)
         self.mode = mode
         self.workdir = self.final
-        self._lock_fd: int | None = None
+        self._folder_lock = FolderLock(self.final)
         self._staging: Path | None = None
 
     @property
     def lock_path(self) -> Path:
-        return self.final.parent / f".{self.final.name}.lock"
+        return self._folder_lock.path
 
     def __enter__(self) -> RunFolder:
         check_output_path(self.final)
@@ -91,34 +126,10 @@ class RunFolder:
         self._unlock()
 
     def _lock(self) -> None:
-        for _ in range(10):  # another process may unlink the file between our open and flock
-            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as exc:
-                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-                os.close(fd)
-                if exc.errno in (errno.EAGAIN, errno.EACCES):
-                    raise ConfigError(
-                        f"{self.final} is being written by another foxhunt process (pid "
-                        f"{holder}); wait for it to finish or choose another --output-dir"
-                    ) from None
-                raise
-            if same_file(fd, self.lock_path):  # still the file others will open: ours
-                os.ftruncate(fd, 0)
-                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-                self._lock_fd = fd
-                return
-            os.close(fd)
-        raise ConfigError(f"{self.lock_path}: could not take the lock (it keeps changing)")
+        self._folder_lock.acquire()
 
     def _unlock(self) -> None:
-        if self._lock_fd is not None:
-            # unlink while holding the lock: a process that opened the old file sees a
-            # different inode after its flock and retries (see _lock); no lock file is left
-            self.lock_path.unlink(missing_ok=True)
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        self._folder_lock.release()
 
     def _choose_workdir(self) -> None:
         final = self.final
@@ -149,9 +160,10 @@ class RunFolder:
 
     def _drop_leftovers(self) -> None:
         """Staging folders of killed runs (we hold the lock: nobody else is writing them)."""
-        for stale in self.final.parent.glob(f".{self.final.name}.new-*"):
+        name = glob.escape(self.final.name)  # a "run[1]" or "a*" must not match others'
+        for stale in self.final.parent.glob(f".{name}.new-*"):
             shutil.rmtree(stale, ignore_errors=True)
-        for stale in self.final.parent.glob(f".{self.final.name}.old-*"):
+        for stale in self.final.parent.glob(f".{name}.old-*"):
             if self.final.is_dir():  # the swap finished: the old copy is garbage
                 shutil.rmtree(stale, ignore_errors=True)
             else:  # killed between the two renames: the old run is the only one, restore it
@@ -170,6 +182,57 @@ class RunFolder:
         shutil.rmtree(old, ignore_errors=True)
         self.workdir = self.final
         return self.final
+
+
+class FolderLock:
+    """The exclusive `flock` on ``PARENT/.NAME.lock`` that makes one process the writer of
+    the folder NAME (a run, a backtest); a context manager, or acquire() and release()."""
+
+    def __init__(self, final: Path) -> None:
+        self.final = named(final)
+        self._fd: int | None = None
+
+    @property
+    def path(self) -> Path:
+        return self.final.parent / f".{self.final.name}.lock"
+
+    def __enter__(self) -> FolderLock:
+        self.final.parent.mkdir(parents=True, exist_ok=True)
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def acquire(self) -> None:
+        for _ in range(10):  # another process may unlink the file between our open and flock
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+                os.close(fd)
+                if exc.errno in (errno.EAGAIN, errno.EACCES):
+                    raise ConfigError(
+                        f"{self.final} is being written by another foxhunt process (pid "
+                        f"{holder}); wait for it to finish or choose another --output-dir"
+                    ) from None
+                raise
+            if same_file(fd, self.path):  # still the file others will open: ours
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+                self._fd = fd
+                return
+            os.close(fd)
+        raise ConfigError(f"{self.path}: could not take the lock (it keeps changing)")
+
+    def release(self) -> None:
+        if self._fd is not None:
+            # unlink while holding the lock: a process that opened the old file sees a
+            # different inode after its flock and retries (see _lock); no lock file is left
+            self.path.unlink(missing_ok=True)
+            os.close(self._fd)
+            self._fd = None
 
 
 def same_file(fd: int, path: Path) -> bool:

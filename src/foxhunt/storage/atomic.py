@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -9,6 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from foxhunt.errors import FoxhuntError
+
+#: errors that say the folder cannot hold the file (not a full disk: callers handle that)
+PLACE_ERRORS = (
+    errno.ENOENT, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENAMETOOLONG, errno.ENOTDIR,
+)  # fmt: skip
 
 
 class OutputPathError(FoxhuntError):
@@ -41,8 +47,15 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write to a temporary name in the same folder, fsync, then rename over `path`."""
     path = Path(path)
     check_replaceable(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:  # its message would name the temporary file, not the output
+        if exc.errno not in PLACE_ERRORS:
+            raise
+        raise OutputPathError(
+            f"{path}: cannot write there ({exc.strerror}); choose another path"
+        ) from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

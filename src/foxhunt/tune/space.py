@@ -29,6 +29,7 @@ from foxhunt.tune.sections import (
     coerce,
     field_types,
     load_yaml,
+    read_yaml_text,
     with_data,
 )
 
@@ -113,11 +114,8 @@ def suggest(trial: optuna.Trial, space: tuple[Param, ...]) -> dict[str, Any]:
 
 
 def read_space(path: Path, base: RunConfig) -> tuple[Param, ...]:
-    try:
-        text = Path(path).read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"--space {path}: cannot read it ({exc})") from None
-    return parse_space(load_yaml(text, f"--space {path}"), base, f"--space {path}")
+    where = f"--space {path}"
+    return parse_space(load_yaml(read_yaml_text(path, where), where), base, where)
 
 
 def parse_space(raw: Any, base: RunConfig, where: str = "search space") -> tuple[Param, ...]:

@@ -10,6 +10,7 @@ that (its process was killed) is marked FAIL by the next worker that looks
 from __future__ import annotations
 
 import logging
+import re
 import time
 import warnings
 from pathlib import Path
@@ -20,7 +21,8 @@ from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback, fail_s
 from optuna.trial import FrozenTrial, TrialState
 
 from foxhunt.errors import ConfigError, FoxhuntError
-from foxhunt.runs import RunConfig
+from foxhunt.runs import RunConfig, holds_run
+from foxhunt.runs.files import RUN_ENTRIES, STUDY_ENTRIES
 from foxhunt.storage import atomic_write_json
 from foxhunt.storage.bounded import read_json_bounded
 from foxhunt.tune.config import TuneConfig
@@ -36,6 +38,7 @@ MAX_FAILURES_IN_A_ROW = 5
 STUDY_FILE = "study.json"
 #: tries to open the database (workers starting together race to create its tables)
 OPEN_ATTEMPTS = 5
+_TRIAL_NAME = re.compile(r"trial-\d+")
 
 
 def storage_url(tune: TuneConfig, output_dir: Path) -> str:
@@ -106,7 +109,27 @@ def claim_folder(output_dir: Path, tune: TuneConfig) -> None:
                 f"{held.get('storage')}; use another --output-dir for {tune.study_name!r} in {url}"
             )
         return
+    strangers = _not_a_study(output_dir)
+    if strangers:
+        raise ConfigError(
+            f"--output-dir {output_dir} holds {strangers[:5]} but no study ({STUDY_FILE}); a "
+            "study writes and deletes trial-NNNN folders there: use a new or empty folder"
+        )
     atomic_write_json(path, mine)
+
+
+def _not_a_study(output_dir: Path) -> list[str]:
+    """What an unclaimed DIR holds that a study would replace or delete (a run, trial-NNNN
+    folders, best.yaml); none when DIR is a study of a version before study.json (study.db)."""
+    if holds_run(output_dir):
+        return sorted(p.name for p in output_dir.iterdir() if p.name in RUN_ENTRIES)
+    if (output_dir / "study.db").exists():
+        return []
+    return sorted(
+        p.name
+        for p in output_dir.iterdir()
+        if p.name in STUDY_ENTRIES or _TRIAL_NAME.fullmatch(p.name)
+    )
 
 
 def count(study: optuna.Study, states: tuple[TrialState, ...]) -> int:
