@@ -33,6 +33,8 @@ def test_an_output_file_never_replaces_a_file_of_the_run(
     refused([*evaluate, "--forecasts", finished / "test_forecasts.parquet"], "--forecasts")
     refused([*evaluate, "--json", finished / "checkpoints" / "x.json"], "checkpoints")
     refused([*evaluate, "--json", finished / ".." / "run" / "config.json"], "config.json")
+    predict = ["predict", finished, "--parquet-file", bars_file]
+    refused([*predict, "--output", finished / "config.json"], "--output", "config.json")
     assert snapshot(finished) == before
     # a new file beside the run's is the user's choice; an impossible place names the output
     code, err = cli([*evaluate, "--json", finished / "evaluation.json"])
@@ -158,12 +160,28 @@ def test_excel_serial_dates_are_not_read_as_1970(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()
 
 
-def test_evaluate_refuses_bars_of_another_spacing(finished: Path, tmp_path: Path) -> None:
-    """1-minute bars into a 5-minute model were scored as if 5 minutes apart, exit 0."""
+@pytest.mark.parametrize("command", ["evaluate", "predict"])
+def test_bars_of_another_spacing_are_refused(finished: Path, tmp_path: Path, command: str) -> None:
+    """1-minute bars into a 5-minute model were scored, and forecast at 5-minute steps, exit 0
+    (the issue's own example for predict)."""
     data = tmp_path / "one-minute.parquet"
     generate_bars(days=2, seed=1, bar_minutes=1).to_parquet(data)
-    line = refused(["evaluate", finished, "--parquet-file", data], "one-minute.parquet", "apart")
+    line = refused([command, finished, "--parquet-file", data], "one-minute.parquet", "apart")
     assert "0 days 00:01:00" in line and "0 days 00:05:00" in line
+
+
+def test_a_path_that_is_not_utf8_is_read(finished: Path, bars_file: Path, tmp_path: Path) -> None:
+    """A valid file under a non-UTF-8 name was refused as "not a Parquet/CSV file"."""
+    odd = Path(os.fsdecode(bytes(tmp_path) + b"/bars\xff.parquet"))
+    shutil.copyfile(bars_file, odd)
+    code, err = cli(["evaluate", finished, "--parquet-file", odd])
+    assert code == 0, err
+
+
+def test_a_semicolon_separated_csv_is_named_as_such(tmp_path: Path) -> None:
+    data = tmp_path / "bars.csv"
+    generate_bars(days=2, seed=1).to_csv(data, sep=";", index=False)
+    refused(["train", "--parquet-file", data, *SMALL, "--output-dir", tmp_path / "r"], "';'")
 
 
 def test_tune_never_takes_a_folder_holding_a_run_or_foreign_trials(

@@ -11,7 +11,8 @@ import torch
 
 from foxhunt.cli.common import add_data_file_arguments, read_frame
 from foxhunt.data.io import read_normalized
-from foxhunt.runs import LoadedRun
+from foxhunt.data.spacing import check_spacing
+from foxhunt.runs import LoadedRun, check_output_file
 from foxhunt.serving import load_run
 from foxhunt.storage import atomic_write_bytes
 from foxhunt.task import bp_per_unit, check_coherent
@@ -61,9 +62,13 @@ def forecast_table(
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.output is not None:  # before the work: never a run's own file
+        check_output_file(args.output, "--output")
     loaded = load_run(args.run_dir)  # once: an int8 export builds its model as it loads
     timezone = loaded.preprocessor.timezone
     frame = read_frame(args, timezone)
+    # 1-minute bars into a 5-minute model once forecast silently at 5-minute steps
+    check_spacing(frame, loaded.preprocessor.bar_spacing, str(args.data_file))
     future = None
     if args.future_file is not None:
         future = read_normalized(args.future_file, timezone=args.timezone or timezone)

@@ -30,12 +30,14 @@ def _read_raw(path: Path) -> pd.DataFrame:
         with path.open("rb") as f:
             kind = "parquet" if f.read(4) == b"PAR1" else "csv"
     try:
-        if kind == "parquet":
-            frame = pd.read_parquet(path)
-            if isinstance(frame.index, pd.DatetimeIndex):  # time kept as the index
-                frame = frame.reset_index()
-            return frame
-        return pd.read_csv(path)
+        # through a Python handle: pandas/pyarrow cannot open a path that is not UTF-8
+        with path.open("rb") as handle:
+            if kind == "parquet":
+                frame = pd.read_parquet(handle)
+                if isinstance(frame.index, pd.DatetimeIndex):  # time kept as the index
+                    frame = frame.reset_index()
+                return frame
+            return pd.read_csv(handle)
     except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise DataError(
@@ -56,6 +58,12 @@ def _find_timestamp_column(frame: pd.DataFrame, wanted: str | None, source: str)
     for candidate in TIMESTAMP_CANDIDATES:
         if candidate in lower:
             return lower[candidate]
+    separator = next((c for c in ";\t|" if len(columns) == 1 and c in columns[0]), None)
+    if separator is not None:  # one column whose name holds the real header
+        raise DataError(
+            f"{source}: one column {columns[0][:60]!r}: the file looks {separator!r}-separated; "
+            "save it as comma-separated CSV (or Parquet)"
+        )
     raise DataError(
         f"{source}: no timestamp column (looked for {list(TIMESTAMP_CANDIDATES)}); columns "
         f"found: {columns}; name it with --timestamp-column / DataConfig.timestamp_column"
