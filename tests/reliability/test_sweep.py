@@ -319,3 +319,16 @@ def test_the_current_folder_as_output_dir_is_replaced_whole(
     after = snapshot(run)
     assert after.keys() == before.keys() and after != before
     assert not list(tmp_path.glob(".here.*")) and not list(run.glob(".*"))
+
+
+def test_a_run_is_never_written_inside_another_run(
+    finished: Path, bars_file: Path, tmp_path: Path
+) -> None:
+    """`train --output-dir RUN/checkpoints/x` wrote a whole run into the other's checkpoints."""
+    before = snapshot(finished)
+    args = ["train", "--parquet-file", bars_file, *SMALL]
+    refused([*args, "--output-dir", finished / "checkpoints" / "x"], "inside the run folder")
+    refused([*args, "--output-dir", finished / "sub"], "inside the run folder")
+    assert snapshot(finished) == before
+    (tmp_path / "home" / "checkpoints").mkdir(parents=True)  # a folder name alone is no run
+    train(bars_file, tmp_path / "home" / "runs" / "r")

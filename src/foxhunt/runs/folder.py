@@ -35,6 +35,19 @@ def holds_run(folder: Path) -> bool:
     return any(os.path.lexists(folder / name) for name in RUN_ENTRIES)
 
 
+def enclosing_run(folder: Path) -> Path | None:
+    """A run folder above `folder` (config.json beside weights, preprocessor or identity), if
+    any: a run written inside another run's folder or its checkpoints/ is refused. Stricter
+    than `holds_run`, since a home folder may well hold something called checkpoints."""
+    for above in Path(os.path.abspath(folder)).parents:
+        if (above / "config.json").is_file() and any(
+            (above / name).exists()
+            for name in ("model.safetensors", "preprocessor.json", "identity.json")
+        ):
+            return above
+    return None
+
+
 def foreign_entries(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name not in OWNED_ENTRIES)
 
@@ -133,6 +146,12 @@ class RunFolder:
 
     def _choose_workdir(self) -> None:
         final = self.final
+        outer = enclosing_run(final) if self.mode != "resume" else None
+        if outer is not None:
+            raise ConfigError(
+                f"--output-dir {final} is inside the run folder {outer}; a run is never "
+                "written into another run's folder: choose a path outside it"
+            )
         self._drop_leftovers()
         if self.mode == "resume":
             if not holds_run(final):
