@@ -73,11 +73,6 @@ def build_trainer(bench: Bench, rank: int, world_size: int) -> Trainer:
         )
     )
     base = TFTConfig(
-        num_static=0,
-        num_past=1,
-        num_future=0,
-        lookback=bench.lookback,
-        horizon=bench.horizon,
         hidden_size=bench.hidden_size,
         dropout=bench.dropout,
     )

@@ -116,5 +116,5 @@ def collect_from(
         past_importance=found["past"],
         future_importance=found["future"],
         attention=found["attention"],
-        lookback=config.lookback,
+        lookback=config.inputs.lookback,
     )

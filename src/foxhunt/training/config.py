@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 import torch
 
 from foxhunt.config_fields import check_known_fields, with_legacy_values
 from foxhunt.errors import ConfigError, FoxhuntError
 
-DEVICES = ("auto", "cpu", "cuda")
-PRECISIONS = ("fp32", "bf16", "fp16")
-LOSS_WEIGHTINGS = ("none", "inverse_scale")
+Device = Literal["auto", "cpu", "cuda"]
+Precision = Literal["fp32", "bf16", "fp16"]
+LossWeighting = Literal["none", "inverse_scale"]
+DEVICES: tuple[str, ...] = get_args(Device)
+PRECISIONS: tuple[str, ...] = get_args(Precision)
+LOSS_WEIGHTINGS: tuple[str, ...] = get_args(LossWeighting)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,7 +55,7 @@ class TrainingConfig:
             counts). Later epochs then compete as usual (training/selection.py).
     """
 
-    epochs: int = 10
+    epochs: int = 5
     batch_size: int = 64
     eval_batch_size: int = 512
     lr: float = 1e-3
@@ -61,12 +64,12 @@ class TrainingConfig:
     patience: int = 3
     min_delta: float = 0.0
     seed: int = 0
-    device: str = "auto"
-    precision: str = "fp32"
+    device: Device = "auto"
+    precision: Precision = "fp32"
     max_steps_per_epoch: int | None = None
     max_nonfinite_steps: int = 5
     num_workers: int = 0
-    loss_weighting: str = "none"
+    loss_weighting: LossWeighting = "none"
     validate_initial: bool = True
     calibrate: bool = True
     initial_confidence: float = 0.95
