@@ -106,7 +106,7 @@ def test_an_unfitted_config_builds_no_model_and_says_why() -> None:
 
     cfg = TFTConfig(hidden_size=8, attention_heads=2)
     assert cfg.unfilled == DATA_FIELDS
-    with pytest.raises(ConfigError, match="num_static.*come from the data"):
+    with pytest.raises(ConfigError, match=r"num_static.*come from the data"):
         TemporalFusionTransformer(cfg)
 
 
@@ -125,10 +125,9 @@ def test_a_saved_config_is_fitted_entirely_or_not_at_all() -> None:
 
 
 def test_the_job_fills_the_data_fields_and_refuses_a_contradiction() -> None:
-    from helpers import TINY_DATA
-
     from foxhunt.data import prepare_data
     from foxhunt.jobs import fit_model_config
+    from helpers import TINY_DATA
 
     data = prepare_data(TINY_DATA)
     cfg = fit_model_config(TFTConfig(hidden_size=8, attention_heads=2), data)

@@ -26,6 +26,7 @@ from foxhunt.input_path import check_readable_file
 
 log = logging.getLogger("foxhunt.backtest")
 
+
 @dataclass(frozen=True, kw_only=True)
 class BacktestOptions:
     """Where the backtest goes.

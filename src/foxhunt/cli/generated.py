@@ -14,10 +14,10 @@ The spellings that are not plain ``--name VALUE`` (``--no-calibrate``, ``--qat``
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import re
-import types
 import typing
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -136,9 +136,17 @@ def is_bool(hint: Any) -> bool:
 
 
 def _is_optional(hint: Any) -> bool:
-    return isinstance(hint, types.UnionType | type(typing.Optional[int])) and type(
-        None
-    ) in typing.get_args(hint)
+    return type(None) in typing.get_args(hint)  # X | None, Optional[X]
+
+
+def number_kind(hint: Any) -> type | None:
+    """int or float for a numeric field (also ``| None``), else None."""
+    if tuple_item(hint) is not None:
+        return None
+    for h in (hint, *typing.get_args(hint)):
+        if h in (int, float) and h is not bool:
+            return h
+    return None
 
 
 def tuple_item(hint: Any) -> Any:
@@ -147,6 +155,15 @@ def tuple_item(hint: Any) -> Any:
         if typing.get_origin(h) is tuple:
             return typing.get_args(h)[0]
     return None
+
+
+def list_text_wanted(hint: Any, text: str) -> bool:
+    """Whether a flag's text is a list's comma form: always for a tuple (``| None``) field,
+    with a comma for one that may also be a scalar (``"full" | tuple[...]``)."""
+    if text.lstrip().startswith("["):
+        return False
+    others = [h for h in typing.get_args(hint) if h is not type(None)]
+    return typing.get_origin(hint) is tuple or len(others) == 1 or "," in text
 
 
 def list_text(text: str, item: Any) -> str:
@@ -169,19 +186,11 @@ def normalize(argv: Sequence[str], args: Sequence[Arg], spellings: Sequence[Spel
         token, i = argv[i], i + 1
         flag, eq, inline = token.partition("=")
         value = inline if eq else None
-
-        def take() -> str | None:
-            nonlocal i
-            if value is not None:
-                return value
-            if i < len(argv) and not argv[i].startswith("--"):
-                i += 1
-                return argv[i - 1]
-            return None
+        take = functools.partial(_take, argv, value)
 
         if flag in special:
             s = special[flag]
-            text = take() if s.takes_value else ""
+            text, i = take(i) if s.takes_value else ("", i)
             if text is None:
                 raise UsageError(f"{flag} needs a value")
             for key, v in s.expand(text):
@@ -203,27 +212,42 @@ def normalize(argv: Sequence[str], args: Sequence[Arg], spellings: Sequence[Spel
             else:
                 out += [f"--{arg.key}", "true"]
             continue
-        text = take()
+        text, i = take(i)
         if text is None:
             out.append(f"--{arg.key}")  # the parser says a value is missing
             continue
         if _is_optional(arg.hint) and text.lower() == "none":
             text = "null"
-        elif (item := tuple_item(arg.hint)) is not None and not text.startswith("["):
+        elif (item := tuple_item(arg.hint)) is not None and list_text_wanted(arg.hint, text):
             text = list_text(text, item)
         out += [f"--{arg.key}", text]
     return out
 
 
+def _take(argv: Sequence[str], inline: str | None, i: int) -> tuple[str | None, int]:
+    """A flag's value: given after "=", else the next token unless it is a flag."""
+    if inline is not None:
+        return inline, i
+    if i < len(argv) and not argv[i].startswith("--"):
+        return argv[i], i + 1
+    return None, i
+
+
 # --- values checked after parsing ---------------------------------------------------------
 
 
-def check_numbers(values: dict[str, Any], args: Sequence[Arg]) -> None:
+def check_numbers(
+    values: dict[str, Any], args: Sequence[Arg], spellings: Sequence[Spelling] = ()
+) -> None:
     """Every number finite and, where the user changed it, in its ``cli/bounds.py`` range
     (keyed by flat flag name; an unlisted int must be >= 1 and a float >= 0, or at least its
     default)."""
     for arg in args:
         value = values.get(arg.key)
+        bounds = next((RANGES[f] for f in arg.flags if f in RANGES), None)
+        also = [s.flag for s in spellings if arg.key in dict(s.expand("1")) and s.flag != arg.flag]
+        if also:  # name the old flag that set it as well (--seed sets the synthetic seed)
+            arg = dataclasses.replace(arg, flags=(f"{arg.flag} (or {', '.join(also)})",))
         items = value if isinstance(value, tuple | list) else (value,)
         for v in items:
             if isinstance(v, float) and not math.isfinite(v):
@@ -232,7 +256,6 @@ def check_numbers(values: dict[str, Any], args: Sequence[Arg]) -> None:
             continue
         if value == arg.default:
             continue
-        bounds = next((RANGES[f] for f in arg.flags if f in RANGES), None)
         if bounds is None:
             low = 1 if isinstance(value, int) else FLOAT_DEFAULT.low
             if isinstance(arg.default, int | float) and not isinstance(arg.default, bool):
@@ -256,8 +279,9 @@ def explain(message: str, args: Sequence[Arg]) -> str:
         return text.replace("Option '", "unknown key '")
     got = re.search(r"Got value: (.*?)(?: - | Given value|$)", text)
     expected = re.search(r"Expected a (.*?)\. Got value", text)
-    return f"{where(arg)}: expected {expectation(expected.group(1) if expected else text)}, got " + (
-        got.group(1) if got else "?"
+    return (
+        f"{where(arg)}: expected {expectation(expected.group(1) if expected else text)}, got "
+        + (got.group(1) if got else "?")
     )
 
 

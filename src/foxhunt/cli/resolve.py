@@ -44,10 +44,9 @@ def build(command: Command) -> Any:
 
     parser = ArgumentParser(
         prog=command.prog,
+        usage=f"{command.prog} [--preset NAME] [--config FILE ...] [--FLAG VALUE ...] [--print-config]",
         description=command.description,
         exit_on_error=False,
-        default_meta=False,
-        formatter_class=argparse.HelpFormatter,
     )
     src = parser.add_argument_group("config sources (docs/configuration.md)")
     src.add_argument("--config", action="append", help="YAML or JSON config (config.json of "
@@ -121,14 +120,17 @@ def resolve(command: Command, argv: Sequence[str]) -> tuple[Any, Any, bool]:
     for where, layer in layers:
         try:
             cfg = parser.parse_object(layer, namespace=cfg)
+            check_numbers(flat(cfg), command.args)  # here, to name the file of a bad value
         except argparse.ArgumentError as exc:
             raise UsageError(f"{where}: {explain(str(exc), command.args)}") from None
+        except UsageError as exc:
+            raise UsageError(f"{where}: {exc}") from None
     flags = normalize(rest, command.args, command.spellings)
     try:
         cfg = parser.parse_args(flags, namespace=cfg)
     except argparse.ArgumentError as exc:
         raise UsageError(explain(str(exc), command.args)) from None
-    check_numbers(flat(cfg), command.args)
+    check_numbers(flat(cfg), command.args, command.spellings)
     return parser, cfg, show
 
 
@@ -141,4 +143,4 @@ def dump(parser: Any, cfg: Any) -> str:
     out = cfg.clone()
     for key in ("config", "preset", "print_config"):
         out.pop(key, None)
-    return str(parser.dump(out, skip_none=False))
+    return str(parser.dump(out, skip_unset=False))

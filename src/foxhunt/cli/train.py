@@ -83,7 +83,10 @@ def run(parsed: argparse.Namespace) -> int:
     storage = args.checkpoint_storage
     if storage is not None and ("://" not in storage or storage.startswith("file://")):
         check_output_path(Path(storage.removeprefix("file://")), "--checkpoint-storage")
-    with distributed_session(config.training.device, args.dist_timeout) as ctx, ExitStack() as stack:
+    with (
+        distributed_session(config.training.device, args.dist_timeout) as ctx,
+        ExitStack() as stack,
+    ):
         quiet_other_ranks(ctx)
         check_world_size(config, ctx)
         claimed: list[RunFolder] = []

@@ -95,7 +95,10 @@ def train_command() -> Command:
     taken = {"--config", "--preset", "--print-config", "--model-class", "--help"}
     return Command(
         prog="foxhunt train",
-        description="Train a TFT and print test metrics.",
+        description="Train a TFT and print test metrics. Every field of the data, model, "
+        "training, quantization and options sections below is a flag (--section.field, or its "
+        "flat name) and a YAML key; --seed N seeds the synthetic bars too "
+        "(docs/configuration.md).",
         sections=sections,
         args=tuple(arguments(sections, taken)),
         spellings=SPELLINGS,

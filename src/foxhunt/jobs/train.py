@@ -14,11 +14,11 @@ from torch import nn
 
 from foxhunt.baselines import fit_baselines
 from foxhunt.data import PreparedData, prepare_data
+from foxhunt.errors import ConfigError
 from foxhunt.exports.int8 import run_qat_config, save_qat_config
 from foxhunt.jobs.resume import checkpoint_location, load_saved_preprocessor
 from foxhunt.memory import MemoryProfiler
 from foxhunt.memory.oom import REPLAN_FRACTION, budget_bytes, fit_with_oom_guard
-from foxhunt.errors import ConfigError
 from foxhunt.model.config import DATA_FIELDS, TFTConfig
 from foxhunt.model.factory import build_model
 from foxhunt.model.size import check_step_fits_in_memory

@@ -151,7 +151,8 @@ class TFTConfig:
         if isinstance(cards, list):
             object.__setattr__(self, "static_cardinalities", cards := tuple(cards))
         if cards is not None and (
-            not isinstance(cards, tuple) or not all(_is_int(c) and 1 <= c <= MAX_SIZE for c in cards)
+            not isinstance(cards, tuple)
+            or not all(_is_int(c) and 1 <= c <= MAX_SIZE for c in cards)
         ):
             raise _fail(
                 "static_cardinalities",

@@ -54,9 +54,7 @@ class TemporalFusionTransformer(nn.Module):
         # variable selection (section 4.2); no static variables: a learned static embedding
         has_static = d.num_static + cfg.num_static_categorical > 0
         self.static_vsn = (
-            vsn(d.num_static, d.static_cardinalities, None)
-            if has_static
-            else LearnedInput((), h)
+            vsn(d.num_static, d.static_cardinalities, None) if has_static else LearnedInput((), h)
         )
         self.past_vsn = vsn(d.num_past)
         # no known future inputs: the decoder LSTM reads a learned [H, hidden] embedding
@@ -123,9 +121,7 @@ def check_batch(batch: TFTBatch, cfg: TFTConfig) -> None:
     d = cfg.inputs
     if not isinstance(batch.past, Tensor) or batch.past.dim() != 3:
         got = list(batch.past.shape) if isinstance(batch.past, Tensor) else type(batch.past)
-        raise ValueError(
-            f"batch.past: expected shape [B, {d.lookback}, {d.num_past}], got {got}"
-        )
+        raise ValueError(f"batch.past: expected shape [B, {d.lookback}, {d.num_past}], got {got}")
     b = batch.past.shape[0]
     expected = {
         "static": [b, d.num_static],
