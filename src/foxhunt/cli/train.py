@@ -7,6 +7,7 @@ import logging
 from contextlib import ExitStack
 from datetime import datetime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from foxhunt.cli.resolve import dump, resolve
@@ -95,7 +96,8 @@ def run(parsed: argparse.Namespace) -> int:
             # rank 0 locks the folder (and with --overwrite, stages the new run beside it)
             folder = stack.enter_context(RunFolder(output_dir(args), mode=folder_mode(args)))
             claimed.append(folder)
-            return folder.workdir, run_identity(folder.workdir, config, args, data_file)
+            where = SimpleNamespace(resume=args.resume, data_file=data_file)
+            return folder.workdir, run_identity(folder.workdir, config, where)
 
         workdir, identity = main_decides(ctx, claim)
         days = config.data.synthetic_days
@@ -124,14 +126,12 @@ def run(parsed: argparse.Namespace) -> int:
     return 0
 
 
-def run_identity(
-    workdir: Path, config: RunConfig, args: Any, data_file: Path | None
-) -> dict[str, Any]:
+def run_identity(workdir: Path, config: RunConfig, args: Any) -> dict[str, Any]:
     """The run's identity: read back from identity.json (and the data checked) on --resume,
     else new."""
     identity = read_identity(workdir) if args.resume is not None else None
     if identity is not None:
-        check_same_data(identity, data_file)
+        check_same_data(identity, args.data_file)
         return identity
     if args.resume is not None:  # a run saved before identities: say what is not checked
         log.warning(
@@ -139,6 +139,6 @@ def run_identity(
             "against those it was trained on; resuming with %s, which later resumes are "
             "checked against",
             workdir,
-            data_file or "the built-in synthetic bars",
+            args.data_file or "the built-in synthetic bars",
         )
-    return new_identity(config.to_dict(), data_file)  # the job writes it with config.json
+    return new_identity(config.to_dict(), args.data_file)  # the job writes it with config.json
