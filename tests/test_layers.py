@@ -11,6 +11,7 @@ architecture issue (UPWARD_DEBTS, each confined to the modules named) are set as
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,7 +49,7 @@ ALLOWED = {
     "transforms": {"batch", "config_fields", "cpp_kernels", "errors", "model", "quant"},
     # the run folder knows no quantization: exports/int8.py reads runs, and serving.py (above
     # both) chooses between a run and its int8 export
-    "runs": {"baselines", "data", "errors", "model", "storage", "training"},
+    "runs": {"baselines", "config_fields", "data", "errors", "model", "storage", "training"},
     "serving": {"exports", "runs"},
 }
 
@@ -56,11 +57,14 @@ ALLOWED = {
 #: the only modules allowed to carry each. Remove an entry when its edge is cut.
 UPWARD_DEBTS: dict[tuple[str, str], set[str]] = {}  # none owed: add one only with a reason
 
-#: the backtest runs training jobs: nothing but the doors (cli) may import it
-BACKTEST_IMPORTERS = {"backtest", "cli"}
+#: the backtest runs training jobs: nothing but the doors (cli) and the tuner may import it
+BACKTEST_IMPORTERS = {"backtest", "cli", "tune"}
 
 #: a job ties data, model, trainer and run folder together: only what runs jobs imports it
-JOB_IMPORTERS = {"jobs", "backtest", "cli", "report"}
+JOB_IMPORTERS = {"jobs", "backtest", "cli", "report", "tune"}
+
+#: the tuner runs jobs and backtests (and needs Optuna): only the doors (cli) import it
+TUNE_IMPORTERS = {"tune", "cli"}
 
 #: the benchmark tools (``foxhunt.bench``) are off the training path: none of these (nor any
 #: run-folder module, ``run*``) imports them
@@ -276,7 +280,12 @@ EXPORTS_IMPORTERS = {"exports", "serving", "cli", "jobs"}
 
 @pytest.mark.parametrize(
     ("layer", "importers"),
-    [("backtest", BACKTEST_IMPORTERS), ("jobs", JOB_IMPORTERS), ("exports", EXPORTS_IMPORTERS)],
+    [
+        ("backtest", BACKTEST_IMPORTERS),
+        ("jobs", JOB_IMPORTERS),
+        ("exports", EXPORTS_IMPORTERS),
+        ("tune", TUNE_IMPORTERS),
+    ],
 )
 def test_only_its_callers_import_a_layer(layer: str, importers: set[str]) -> None:
     found = sorted(
@@ -294,3 +303,13 @@ def test_only_serving_and_the_doors_import_the_onnx_exporter() -> None:
         if "foxhunt.exports.onnx" in p.read_text() and layer_of(p) not in {"exports"}
     )
     assert onnx == ["cli/export.py", "serving.py"], onnx
+
+
+def test_only_the_tuner_imports_optuna() -> None:
+    """Optuna is an optional dependency (the tune extra): nothing else may need it."""
+    found = sorted(
+        str(p.relative_to(PACKAGE))
+        for p in PACKAGE.rglob("*.py")
+        if layer_of(p) != "tune" and re.search(r"^\s*(import|from) optuna", p.read_text(), re.M)
+    )
+    assert found == ["cli/tune.py"], found  # its check that Optuna is installed

@@ -20,13 +20,14 @@ from foxhunt.cli.backtest import backtest_command
 from foxhunt.cli.generated import Arg, field_default, tuple_item
 from foxhunt.cli.resolve import Command, resolve
 from foxhunt.cli.train_config import run_config, train_command
+from foxhunt.cli.tune import tune_command
 from foxhunt.data import DataConfig
 from foxhunt.model.config import TFTConfig
 from foxhunt.runs import RunConfig
 from foxhunt.training.config import TrainingConfig
 from helpers import SYNTHETIC_CLI, TINY_CLI
 
-COMMANDS = {"train": train_command(), "backtest": backtest_command()}
+COMMANDS = {"train": train_command(), "backtest": backtest_command(), "tune": tune_command()}
 
 
 def parsed(command: Command, argv: list[str]) -> dict[str, Any]:

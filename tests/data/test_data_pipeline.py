@@ -18,6 +18,7 @@ from foxhunt.data import (
     make_loader,
     prepare_data,
 )
+from foxhunt.data.future import forecast_times
 from foxhunt.errors import ConfigError, DataError
 
 SMALL = {"lookback": 16, "horizon": 4, "volatility_windows": (6, 12)}
@@ -119,7 +120,9 @@ def test_scalers_use_train_rows_only(tmp_path: Path) -> None:
         + p.scaler.mean
     )
     np.testing.assert_allclose(raw.mean(axis=0), p.scaler.mean, atol=1e-5 * p.scaler.std.max())
-    np.testing.assert_allclose(raw.std(axis=0), p.scaler.std, rtol=1e-4)
+    # a column constant over training (the calendar's early_close flag here) keeps std 1
+    expected_std = np.where(raw.std(axis=0) > 1e-12, raw.std(axis=0), 1.0)
+    np.testing.assert_allclose(expected_std, p.scaler.std, rtol=1e-4)
     returns = np.diff(np.log(bars["close"].to_numpy()))[train_rows - 1]  # return of each row
     np.testing.assert_allclose(p.target_scale, np.sqrt(np.mean(returns**2)), rtol=1e-12)
 
@@ -169,7 +172,8 @@ def test_dst_week_on_real_bars(es_parquet: Path) -> None:
     first = stamps.get_loc(pd.Timestamp("2026-03-08 18:05", tz="America/New_York"))
     assert not ((anchors - 15 <= first - 1) & (anchors + 4 >= first)).any(), "none across DST"
     before = stamps.get_loc(pd.Timestamp("2026-03-05 18:05", tz="America/New_York"))
-    minute_cols = slice(len(data.schema.past_names) - 4, len(data.schema.past_names) - 2)
+    minute = data.schema.past_names.index("minute_sin")
+    minute_cols = slice(minute, minute + 2)
     torch.testing.assert_close(
         ds.past_values[first, minute_cols], ds.past_values[before, minute_cols]
     )
@@ -258,7 +262,7 @@ def test_user_columns_flow_through(tmp_path: Path) -> None:
     )
     data = prepare_data(config)
     assert "spread" in data.schema.past_names and data.schema.future_names[-1] == "holiday"
-    assert data.train[0].future.shape[-1] == 5
+    assert data.train[0].future.shape[-1] == 8  # 4 clock + 3 session (ES: CME calendar) + 1
     missing = DataConfig(path=tmp_path / "x.parquet", observed_columns=("basis",), **SMALL)
     with pytest.raises(DataError, match=r"x\.parquet: missing column\(s\) \['basis'\]"):
         prepare_data(missing)
@@ -345,17 +349,26 @@ def test_latest_needs_complete_history(synthetic: PreparedData) -> None:
         synthetic.preprocessor.latest_batch(short)
 
 
-def test_latest_holds_user_known_columns(
-    tmp_path: Path, data_log: pytest.LogCaptureFixture
-) -> None:
+def test_latest_takes_user_known_columns_from_a_future_frame(tmp_path: Path) -> None:
+    """Known columns are never held at their last value: without their future rows the
+    forecast is refused; with them, the model's future inputs are exactly those rows."""
     bars = generate_bars(days=6, seed=0).assign(holiday=0.0)
-    bars.loc[bars.index[-1], "holiday"] = 1.0
     bars.to_parquet(tmp_path / "x.parquet")
     data = prepare_data(
         DataConfig(path=tmp_path / "x.parquet", known_columns=("holiday",), **SMALL)
     )
     p = data.preprocessor
-    future = p.latest_batch(bars).future  # [1, H, 5]
-    scaled_one = (1.0 - p.scaler.mean[-1]) / p.scaler.std[-1]
-    torch.testing.assert_close(future[0, :, -1], torch.full((4,), scaled_one, dtype=torch.float32))
-    assert any("held at their last value" in r.getMessage() for r in data_log.records)
+    with pytest.raises(DataError, match=r"known columns \['holiday'\] need their values"):
+        p.latest_batch(bars)
+    last = bars["timestamp"].iloc[-1:].dt.as_unit("ns").astype("int64").to_numpy()
+    times_ns = forecast_times(
+        last, spacing_ns=p.bar_spacing_ns, horizon=4, calendar=p.spec.calendar
+    )
+    times = pd.DatetimeIndex(times_ns[0]).tz_localize("UTC").tz_convert(p.timezone)
+    future = pd.DataFrame({"timestamp": times, "holiday": [1.0, 0.0, 2.0, 0.0]})
+    future = future.assign(symbol="default")  # a future file without a symbol column
+    with pytest.raises(DataError, match=r"no row for symbol 'ES' at"):
+        p.latest_batch(bars, future.iloc[:3])
+    got = p.latest_batch(bars, future).future[0, :, -1]  # [H]
+    want = (np.array([1.0, 0.0, 2.0, 0.0]) - p.scaler.mean[-1]) / p.scaler.std[-1]
+    torch.testing.assert_close(got, torch.from_numpy(want.astype(np.float32)))

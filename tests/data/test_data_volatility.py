@@ -112,7 +112,7 @@ def test_latest_carries_the_scale_of_the_next_bars(fitted: Preprocessor) -> None
 
 def test_version_1_preprocessor_still_loads(fitted: Preprocessor) -> None:
     state = fitted.state_dict()
-    assert state["version"] == 2
+    assert state["version"] == 3
     old = {k: v for k, v in state.items() if k not in ("profile", "baseline_window")}
     old["version"] = 1
     loaded = Preprocessor.from_state_dict(old)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import torch
-from ddp_harness import FirstStepGrads, tiny_trainer
+from ddp_harness import TINY_TRAINING, FirstStepGrads, tiny_trainer
 
 from foxhunt.batch import TFTBatch
 from foxhunt.training.distributed import init_distributed, shutdown_distributed
@@ -24,8 +25,11 @@ def fit_worker(
     dropout: float = 0.0,
     checkpointing: str = "none",
     nan_on_rank: int | None = None,
+    epochs: int | None = None,
+    stop_on_main: bool = False,
 ) -> None:
-    """Train the tiny model under DDP; save what the parent compares to `rank{r}.pt`."""
+    """Train the tiny model under DDP; save what the parent compares to `rank{r}.pt`.
+    `stop_on_main`: rank 0 alone (as in the job) has a callback that stops after epoch 1."""
     ctx = init_distributed("cpu", timeout_s=30)
     trainer = tiny_trainer(
         tiny_data(),
@@ -33,11 +37,12 @@ def fit_worker(
         rank=ctx.rank,
         world_size=ctx.world_size,
         checkpointing=checkpointing,
+        **({"training": replace(TINY_TRAINING, epochs=epochs)} if epochs else {}),
     )
     if rank == nan_on_rank:
         poison_second_step(trainer)
     first = FirstStepGrads()
-    trainer.callbacks = [first]
+    trainer.callbacks = [first, StopAfterFirstEpoch()] if stop_on_main and rank == 0 else [first]
     trainer.fit()
     missing = [n for n, p in trainer.model.named_parameters() if p.grad is None]
     torch.save(
@@ -53,6 +58,11 @@ def fit_worker(
         out_dir / f"rank{rank}.pt",
     )
     shutdown_distributed()
+
+
+class StopAfterFirstEpoch:
+    def on_epoch_end(self, trainer: Trainer, record: dict[str, Any]) -> None:
+        trainer.request_stop("a main-rank callback")
 
 
 def poison_second_step(trainer: Trainer) -> None:

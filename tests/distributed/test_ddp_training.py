@@ -74,3 +74,12 @@ def test_nonfinite_loss_on_one_rank_skips_the_step_on_every_rank(tmp_path: Path)
     assert max_difference(ranks[0]["weights"], ranks[1]["weights"]) == 0.0
     assert all(torch.isfinite(v).all() for v in ranks[0]["weights"].values())
     assert "non-finite loss nan at step 1" in outcome.logs[0]
+
+
+def test_a_stop_requested_on_the_main_rank_stops_every_rank(tmp_path: Path) -> None:
+    """Callbacks run on rank 0 only (the job's); its request_stop must end every rank's loop,
+    or rank 1 would wait in the next epoch's all-reduce until the timeout."""
+    outcome = launch(fit_worker, tmp_path, epochs=3, stop_on_main=True)
+    assert outcome.exitcodes == [0, 0], outcome.report()
+    ranks = results(tmp_path)
+    assert [len(r["history"]) for r in ranks] == [1, 1]

@@ -57,7 +57,8 @@ def test_folder_and_json(export: Path) -> None:
     assert spec["output"]["shape"] == ["batch", 4, 3]
     assert spec["lookback"] == 16 and spec["horizon"] == 4
     assert len(spec["scaler"]["mean"]) == len(spec["features"]["past"])
-    assert spec["features"]["future"] == spec["features"]["past"][-4:]
+    assert spec["features"]["future"] == spec["features"]["past"][-7:]  # 4 clock + 3 session
+    assert spec["calendar"] == "CME Globex Equity"  # inferred from the ES bars
     assert spec["volatility"]["profile"]["bucket_minutes"] > 0
 
 

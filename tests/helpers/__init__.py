@@ -6,6 +6,7 @@ needs another size says only what differs.
 """
 
 from .batches import make_batch, random_batch
+from .calendar_bars import calendar_bars
 from .configs import (
     SYNTHETIC_CLI,
     TINY_CLI,
@@ -30,6 +31,7 @@ __all__ = [
     "TINY_CLI",
     "TINY_DATA",
     "assert_identical",
+    "calendar_bars",
     "fitted",
     "make_batch",
     "make_trainer",

@@ -137,7 +137,8 @@ def test_fifty_adamw_steps_give_the_same_loss_curve() -> None:
         return losses
 
     plain, checkpointed = curve("none"), curve("full")
-    assert plain[-1] < plain[0], "the model learns: the comparison is not of constants"
+    # steps 0 and 45 see the same batch (seed 0): the model learns, so this compares no constants
+    assert plain[45] < plain[0], "the model learns: the comparison is not of constants"
     torch.testing.assert_close(checkpointed, plain, rtol=1e-6, atol=0.0)
 
 

@@ -181,3 +181,40 @@ def test_a_second_process_is_refused_naming_the_holder(finished: Path, bars_file
         holder.kill()
         holder.wait()
     train(bars_file, finished, "--overwrite")  # the OS released the dead holder's lock
+
+
+KILL_BETWEEN_RENAMES = """
+import os, pathlib, sys
+real = pathlib.Path.rename
+def rename(self, target):
+    if ".new-" in self.name:  # the second rename of the swap: die as kill -9 would
+        os._exit(137)
+    return real(self, target)
+pathlib.Path.rename = rename
+from foxhunt.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_kill_between_the_two_renames_is_repaired_by_the_next_writer(
+    finished: Path, bars_file: Path
+) -> None:
+    """The swap's window of risk, forced: the old run moved aside, the new one not yet in
+    place, the process gone (no cleanup). The next writer puts the old run back."""
+    import subprocess
+    import sys
+
+    before = snapshot(finished)
+    args = ["train", "--parquet-file", bars_file, *SMALL, "--lookback", "12"]
+    args += ["--output-dir", finished, "--overwrite"]
+    done = subprocess.run(
+        [sys.executable, "-c", KILL_BETWEEN_RENAMES, *map(str, args)], capture_output=True
+    )
+    assert done.returncode == 137, done.stderr.decode()[-2000:]
+    parent = finished.parent
+    assert not finished.exists()  # exactly the state between the renames
+    assert [p.name.startswith(".run.old-") for p in parent.iterdir() if p.is_dir()].count(True) == 1
+    # the next writer (here one that is then refused: the folder holds a run) repairs first
+    refused(["train", "--parquet-file", bars_file, *SMALL, "--output-dir", finished], "--resume")
+    assert snapshot(finished) == before
+    assert not [p for p in parent.iterdir() if ".new-" in p.name or ".old-" in p.name]

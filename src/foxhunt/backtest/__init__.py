@@ -1,7 +1,7 @@
 """Walk-forward backtest: folds with purge and embargo, a train job per fold, every baseline,
 the forecast as a trading signal net of costs (docs/backtest.md).
 
-A door-level package: it runs training jobs, so only the CLI imports it.
+A door-level package: it runs training jobs, so only the CLI and `foxhunt.tune` import it.
 """
 
 from foxhunt.backtest.folds import Fold, cut_folds, leaking_targets

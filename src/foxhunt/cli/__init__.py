@@ -24,9 +24,19 @@ class Parser(argparse.ArgumentParser):
 
 
 def subcommands() -> list[ModuleType]:
-    from foxhunt.cli import backtest, bench_memory, evaluate, export, predict, report, train
+    from foxhunt.cli import (
+        backtest,
+        bench_memory,
+        evaluate,
+        export,
+        inspect,
+        predict,
+        report,
+        train,
+        tune,
+    )
 
-    return [train, predict, evaluate, report, bench_memory, export, backtest]
+    return [train, predict, evaluate, inspect, report, bench_memory, export, backtest, tune]
 
 
 def build_parser() -> argparse.ArgumentParser:

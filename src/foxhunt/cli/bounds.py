@@ -63,6 +63,9 @@ RANGES: dict[str, Range] = {
     "--epochs": Range(1, 1_000_000),
     "--opset": Range(18, 30),
     "--attention-heads": Range(1, 4096),
+    "--sampler-seed": Range(0, 2**63 - 1),
+    "--startup-trials": Range(0),
+    "--heartbeat": Range(1, 86_400),
 }
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from foxhunt.config_fields import check_known_fields, with_legacy_values
+from foxhunt.data.calendar import check_calendar_name
 from foxhunt.data.timesplit import TimeSplit
 from foxhunt.errors import ConfigError
 
@@ -63,6 +64,16 @@ class DataConfig:
         max_gap: largest time allowed between consecutive bars inside a window, as a pandas
             Timedelta string ("10min"); "auto" = 1.5x the median bar spacing, so windows never
             straddle the daily maintenance break or a weekend; None = ignore gaps.
+        calendar: exchange calendar of the bars (docs/calendars.md): "auto" = inferred from
+            the symbols of a bars file (ES, MES, NQ, MNQ, RTY, YM -> "CME Globex Equity"; CL ->
+            "CMEGlobex_Crude"; ZN, ZB, ZF, ZT -> "CME Globex Interest Rate Products"; others,
+            and the built-in synthetic bars, none with a warning), "none", or a
+            pandas_market_calendars name. With one, forecasts are dated at the next bars that
+            trade and the session features (minutes to the close, since the open, early
+            close) are known inputs.
+        cross_breaks: let windows cross the calendar's scheduled closures (daily break,
+            weekends, holidays): gaps are then measured in trading time, so only missing bars
+            split windows. Needs a calendar; False = every gap over max_gap splits.
         val_fraction: share of the time span (by distinct timestamps) for validation, after
             the training part; in [0, 1).
         test_fraction: share of the time span for the test split, at the end; in [0, 1).
@@ -93,6 +104,8 @@ class DataConfig:
     lookback: int = 64
     horizon: int = 8
     max_gap: str | None = "auto"
+    calendar: str = "auto"
+    cross_breaks: bool = False
     val_fraction: float = 0.15
     test_fraction: float = 0.15
     split: TimeSplit | None = None
@@ -127,6 +140,11 @@ class DataConfig:
         if not _is_int(self.synthetic_seed):
             raise _fail("synthetic_seed", self.synthetic_seed, "must be an integer")
         parse_max_gap(self.max_gap)
+        check_calendar_name(self.calendar)
+        if not isinstance(self.cross_breaks, bool):
+            raise _fail("cross_breaks", self.cross_breaks, "must be true or false")
+        if self.cross_breaks and self.calendar == "none":
+            raise _fail("cross_breaks", True, "needs a calendar: set calendar (--calendar NAME)")
         for name in ("val_fraction", "test_fraction"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or not 0.0 <= value < 1.0:

@@ -52,7 +52,9 @@ class LatestWindows:
     batch: TFTBatch  # target None; anchor = row of each symbol's last bar
     symbols: tuple[str, ...]  # [B]
     last_timestamps: pd.DatetimeIndex  # [B] time of the last observed bar
-    forecast_timestamps: tuple[pd.DatetimeIndex, ...]  # [B] x [H], extrapolated
+    forecast_timestamps: tuple[
+        pd.DatetimeIndex, ...
+    ]  # [B] x [H], on the calendar (or extrapolated)
 
     def timestamps_for(self, index: int) -> pd.DatetimeIndex:
         """Times of the H forecast bars of batch row `index`."""

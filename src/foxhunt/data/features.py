@@ -10,6 +10,8 @@ Observed (past-only) inputs at bar t:
 Known (past and future) inputs, calendar in the feature timezone:
     minute_sin/cos  minute of day on a 24h circle
     weekday_sin/cos day of week on a 7-day circle
+    with an exchange calendar (`FeatureSpec.calendar`, data/calendar.py), of the bar's session:
+    minutes_to_close, minutes_since_open, early_close (1 in a holiday-shortened session)
     + the user's `known_columns`, as they are
 Target of a window whose last observed bar is t: log_return at t+1 .. t+H.
 """
@@ -21,6 +23,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from foxhunt.data.calendar import SESSION_FEATURES, check_calendar_name, session_features
 
 BASE_OBSERVED = ("log_return", "log_range", "close_open", "log_volume")
 CALENDAR = ("minute_sin", "minute_cos", "weekday_sin", "weekday_cos")
@@ -34,6 +38,7 @@ class FeatureSpec:
     volatility_windows: tuple[int, ...] = (12, 48)
     observed_columns: tuple[str, ...] = ()
     known_columns: tuple[str, ...] = ()
+    calendar: str | None = None  # exchange calendar of the session features; None = none
 
     @property
     def observed_names(self) -> tuple[str, ...]:
@@ -42,7 +47,8 @@ class FeatureSpec:
 
     @property
     def known_names(self) -> tuple[str, ...]:
-        return (*CALENDAR, *self.known_columns)
+        session = SESSION_FEATURES if self.calendar is not None else ()
+        return (*CALENDAR, *session, *self.known_columns)
 
     @property
     def user_columns(self) -> tuple[str, ...]:
@@ -53,14 +59,19 @@ class FeatureSpec:
             "volatility_windows": list(self.volatility_windows),
             "observed_columns": list(self.observed_columns),
             "known_columns": list(self.known_columns),
+            "calendar": self.calendar,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FeatureSpec:
+        calendar = data.get("calendar")  # absent before calendars: none
+        if calendar is not None:
+            check_calendar_name(calendar, "preprocessor spec.calendar")
         return cls(
             volatility_windows=tuple(int(w) for w in data["volatility_windows"]),
             observed_columns=tuple(data["observed_columns"]),
             known_columns=tuple(data["known_columns"]),
+            calendar=calendar,
         )
 
 
@@ -94,6 +105,14 @@ def calendar_features(times: pd.DatetimeIndex, timezone: str) -> np.ndarray:
     return np.stack([np.sin(a), np.cos(a), np.sin(b), np.cos(b)], axis=1)
 
 
+def known_calendar(times: pd.DatetimeIndex, spec: FeatureSpec, timezone: str) -> np.ndarray:
+    """[N, 4 or 7] the known inputs that the calendar alone decides, at any times."""
+    clock = calendar_features(times, timezone)
+    if spec.calendar is None:
+        return clock
+    return np.concatenate([clock, session_features(spec.calendar, times.as_unit("ns").asi8)], 1)
+
+
 def compute_features(
     frame: pd.DataFrame, spec: FeatureSpec, *, timezone: str, symbol_codes: np.ndarray
 ) -> Features:
@@ -117,7 +136,6 @@ def compute_features(
     columns += [series.rolling(w, min_periods=w).std().to_numpy() for w in spec.volatility_windows]
     columns += [frame[c].to_numpy(np.float64) for c in spec.observed_columns]
     num_observed = len(columns)
-    calendar = calendar_features(pd.DatetimeIndex(frame["timestamp"]), timezone)
-    columns += list(calendar.T)
+    columns += list(known_calendar(pd.DatetimeIndex(frame["timestamp"]), spec, timezone).T)
     columns += [frame[c].to_numpy(np.float64) for c in spec.known_columns]
     return Features(inputs=np.stack(columns, axis=1), num_observed=num_observed, returns=returns)

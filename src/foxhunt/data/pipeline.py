@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from foxhunt.data.calendar import NONE, gap_clock, resolve_calendar
 from foxhunt.data.config import DataConfig, parse_max_gap
 from foxhunt.data.dataset import WindowDataset
 from foxhunt.data.features import FeatureSpec
@@ -96,18 +97,19 @@ def fit_preprocessor(
     splits: np.ndarray,
     config: DataConfig,
     *,
+    spec: FeatureSpec,
+    clock_ns: np.ndarray,
     max_gap_ns: int | None,
     bar_spacing_ns: int,
     timezone: str,
     symbols: CategoryEncoder,
 ) -> Preprocessor:
     """Scalers and the intraday volatility profile fitted on the training rows only."""
-    spec = FeatureSpec(config.volatility_windows, config.observed_columns, config.known_columns)
     train = (splits == 0) & encoded.finite
     names = (*spec.observed_names, *spec.known_names)
     # training returns, less those spanning a gap over max_gap: never a target, and a
     # return over the nightly break or a weekend is not one bar's worth of volatility
-    gaps = gap_flags(encoded.symbol_codes, encoded.times_ns, max_gap_ns)
+    gaps = gap_flags(encoded.symbol_codes, clock_ns, max_gap_ns)
     returns = np.where(gaps, np.nan, encoded.features.returns)[splits == 0]
     profile = IntradayProfile.fit(
         returns,
@@ -127,6 +129,7 @@ def fit_preprocessor(
         profile=profile,
         baseline_window=config.baseline_window,
         fast_window=config.fast_window,
+        cross_breaks=config.cross_breaks,
     )
 
 
@@ -159,8 +162,14 @@ def check_compatible(preprocessor: Preprocessor, config: DataConfig, spec: Featu
         "baseline_window": (config.baseline_window, preprocessor.baseline_window),
         "observed_columns": (spec.observed_columns, preprocessor.spec.observed_columns),
         "known_columns": (spec.known_columns, preprocessor.spec.known_columns),
+        "cross_breaks": (config.cross_breaks, preprocessor.cross_breaks),
         "max_gap": (wanted_gap, saved_gap),
     }
+    if config.calendar != "auto":  # "auto" takes the saved run's calendar
+        pairs["calendar"] = (
+            None if config.calendar == NONE else config.calendar,
+            preprocessor.spec.calendar,
+        )
     for name, (wanted, saved) in pairs.items():
         if wanted != saved and not (name == "max_gap" and config.max_gap == "auto"):
             raise ConfigError(
@@ -181,6 +190,7 @@ def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None
     min_rows = config.lookback + config.horizon
     if preprocessor is not None:
         check_compatible(preprocessor, config, spec)
+        spec = preprocessor.spec
         encoded = preprocessor.encode(frame, min_rows=min_rows)
         timezone, encoder = preprocessor.timezone, preprocessor.symbols
         max_gap_ns, spacing = preprocessor.max_gap_ns, preprocessor.bar_spacing_ns
@@ -189,6 +199,7 @@ def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None
             frame, source=source, min_rows=min_rows, extra_columns=spec.user_columns
         )
         timezone = timezone_name(frame["timestamp"].dt.tz)
+        spec = replace(spec, calendar=_calendar(config, frame, source))
         encoder = CategoryEncoder.fit("symbol", frame["symbol"].unique())
         codes = encoder.encode(frame["symbol"].to_numpy(), source=source)
         encoded = EncodedFrame.build(frame, spec, timezone=timezone, codes=codes)
@@ -201,10 +212,11 @@ def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None
         bounds = config.split.bounds_ns()
         cuts = np.asarray([bounds[1], bounds[3]], dtype=np.int64)
         splits = time_split_codes(encoded.times_ns, config.split)
+    clock_ns = gap_clock(encoded.times_ns, spec.calendar, config.cross_breaks)
     index = index_windows(
         encoded.symbol_codes,
         splits,
-        encoded.times_ns,
+        clock_ns,
         encoded.finite,
         lookback=config.lookback,
         horizon=config.horizon,
@@ -216,6 +228,8 @@ def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None
             encoded,
             splits,
             config,
+            spec=spec,
+            clock_ns=clock_ns,
             max_gap_ns=max_gap_ns,
             bar_spacing_ns=spacing,
             timezone=timezone,
@@ -258,6 +272,19 @@ def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None
         preprocessor=preprocessor,
         summary=summary,
     )
+
+
+def _calendar(config: DataConfig, frame: pd.DataFrame, source: str) -> str | None:
+    """The calendar of a new run: "auto" infers one for a bars file; the built-in synthetic
+    bars follow the Globex hours but no holidays, so they get none unless one is named."""
+    setting = NONE if config.path is None and config.calendar == "auto" else config.calendar
+    name = resolve_calendar(setting, frame["symbol"].unique(), source)
+    if name is None and config.cross_breaks:
+        raise ConfigError(
+            f"{source}: cross_breaks needs a calendar and none is known for these symbols; "
+            "name one with --calendar NAME (docs/calendars.md)"
+        )
+    return name
 
 
 def _cut_time(ns: np.int64, timezone: str) -> pd.Timestamp | None:

@@ -19,9 +19,11 @@ import pandas as pd
 import torch
 
 from foxhunt.batch import TFTBatch
+from foxhunt.data.calendar import gap_clock
 from foxhunt.data.dataset import WindowDataset
 from foxhunt.data.encoded import EncodedFrame, FeatureSchema, LatestWindows
-from foxhunt.data.features import TARGET_NAME, FeatureSpec, calendar_features, series_starts
+from foxhunt.data.features import TARGET_NAME, FeatureSpec, known_calendar, series_starts
+from foxhunt.data.future import forecast_times, future_known_values
 from foxhunt.data.io import normalize_timestamps
 from foxhunt.data.scaling import CategoryEncoder, StandardScaler, TargetScaler
 from foxhunt.data.validate import validate_bars
@@ -34,14 +36,15 @@ log = logging.getLogger("foxhunt.data")
 
 __all__ = ["EncodedFrame", "FeatureSchema", "LatestWindows", "Preprocessor"]
 #: Version 1 files (no volatility profile) still load; their windows carry no baseline scale.
-_READABLE_VERSIONS = (1, 2)
+#: Version 2 files (no calendar) load with none: extrapolated forecast times, no session inputs.
+_READABLE_VERSIONS = (1, 2, 3)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Preprocessor:
     """Fitted preprocessing; build it with `prepare_data`, persist it with save/load."""
 
-    VERSION: ClassVar[int] = 2
+    VERSION: ClassVar[int] = 3
 
     spec: FeatureSpec
     lookback: int
@@ -55,6 +58,7 @@ class Preprocessor:
     profile: IntradayProfile | None = None  # None: a version-1 run, no baseline scale
     baseline_window: int = 64  # bars of the rolling base volatility
     fast_window: int = 0  # bars of the fast volatility behind TFTBatch.vol_signal; 0 = none
+    cross_breaks: bool = False  # gaps measured in trading time of spec.calendar (data/calendar)
 
     @property
     def target_scale(self) -> float:
@@ -81,6 +85,10 @@ class Preprocessor:
         )
 
     # --- transforming bars ------------------------------------------------------------
+    def gap_times(self, encoded: EncodedFrame) -> np.ndarray:
+        """[N] the times gaps are measured on (trading time when windows cross breaks)."""
+        return gap_clock(encoded.times_ns, self.spec.calendar, self.cross_breaks)
+
     def encode(self, frame: pd.DataFrame, *, min_rows: int) -> EncodedFrame:
         """Validate `frame`, move it to the training timezone and compute its features."""
         source = str(frame.attrs.get("source", "the bars frame"))
@@ -107,7 +115,7 @@ class Preprocessor:
             profile=self.profile,
             window=self.baseline_window,
             target_scale=self.target_scale,
-            gaps=gap_flags(encoded.symbol_codes, encoded.times_ns, self.max_gap_ns),
+            gaps=gap_flags(encoded.symbol_codes, self.gap_times(encoded), self.max_gap_ns),
             fast_window=self.fast_window,
         )
 
@@ -164,7 +172,7 @@ class Preprocessor:
         index = index_windows(
             encoded.symbol_codes,
             np.zeros(len(encoded.times_ns), dtype=np.int8),
-            encoded.times_ns,
+            self.gap_times(encoded),
             encoded.finite,
             lookback=self.lookback,
             horizon=self.horizon,
@@ -180,19 +188,20 @@ class Preprocessor:
             )
         return self.windows(encoded, anchors, baseline)["all"]
 
-    def latest(self, frame: pd.DataFrame) -> LatestWindows:
+    def latest(self, frame: pd.DataFrame, future: pd.DataFrame | None = None) -> LatestWindows:
         """The latest `lookback` bars of each symbol and the known inputs of the next H bars.
 
-        Future times are extrapolated from the training bar spacing (session breaks are not
-        skipped); user `known_columns` keep their last value over the horizon. Anchors are
-        rows of `frame` sorted by symbol and time.
+        Future times are the next bars that trade on the run's calendar (without one,
+        extrapolated from the training bar spacing); user `known_columns` come from `future`
+        (normalized rows by timestamp and symbol), refused without it (data/future.py).
+        Anchors are rows of `frame` sorted by symbol and time.
         """
         encoded = self.encode(frame, min_rows=self.lookback)
         ends = np.flatnonzero(np.append(series_starts(encoded.symbol_codes)[1:], True))  # [B]
         rows = ends[:, None] + np.arange(-self.lookback + 1, 1)  # [B, L]
         baseline = self.baseline(encoded)
         self._check_latest(encoded, rows, baseline)
-        future, future_times = self._future_known(encoded, ends)
+        future_inputs, future_times = self._future_known(encoded, ends, future)
         scale = signal = None
         if baseline is not None and baseline.signal is not None:
             signal = torch.from_numpy(baseline.signal[ends][:, None].astype(np.float32))
@@ -204,7 +213,7 @@ class Preprocessor:
         batch = TFTBatch(
             static=torch.zeros(len(ends), 0),
             past=torch.from_numpy(self.scaler.transform(encoded.features.inputs[rows])),
-            future=torch.from_numpy(future),
+            future=torch.from_numpy(future_inputs),
             static_categorical=torch.from_numpy(encoded.symbol_codes[ends][:, None].copy()),
             anchor=torch.from_numpy(ends.astype(np.int64)),
             scale=scale,
@@ -229,36 +238,36 @@ class Preprocessor:
                 f"a forecast needs its last {self.lookback} with complete features, i.e. about "
                 f"{self.lookback + max((*self.spec.volatility_windows, self.baseline_window))} bars"
             )
-        gaps = gap_flags(codes, encoded.times_ns, self.max_gap_ns)
+        gaps = gap_flags(codes, self.gap_times(encoded), self.max_gap_ns)
         if gaps[rows[:, 1:]].any():
             log.warning(
                 "%s: the latest %d bars hold a gap over %s", source, self.lookback, self.max_gap
             )
 
     def _future_known(
-        self, encoded: EncodedFrame, ends: np.ndarray
+        self, encoded: EncodedFrame, ends: np.ndarray, future: pd.DataFrame | None
     ) -> tuple[np.ndarray, tuple[pd.DatetimeIndex, ...]]:
         """Scaled known inputs [B, H, F] at the next H bar times, and those times."""
-        steps = np.arange(1, self.horizon + 1, dtype=np.int64) * self.bar_spacing_ns
-        future_ns = (encoded.times_ns[ends][:, None] + steps).ravel()  # [B*H], symbol-major
-        times = pd.DatetimeIndex(future_ns).tz_localize("UTC").tz_convert(encoded.times.tz)
-        known = [calendar_features(times, self.timezone)]
-        if self.spec.known_columns:
-            log.warning(
-                "%s: known columns %s are held at their last value over the horizon",
-                encoded.frame.attrs.get("source"),
-                list(self.spec.known_columns),
-            )
-            last = encoded.features.inputs[ends, -len(self.spec.known_columns) :]
-            known.append(np.repeat(last, self.horizon, axis=0))
-        future = np.concatenate(known, axis=1).reshape(len(ends), self.horizon, -1)
-        scaled = self.scaler.transform(future, slice(encoded.features.num_observed, None))
+        times_ns = forecast_times(  # [B, H]
+            encoded.times_ns[ends],
+            spacing_ns=self.bar_spacing_ns,
+            horizon=self.horizon,
+            calendar=self.spec.calendar,
+        )
+        times = pd.DatetimeIndex(times_ns.ravel()).tz_localize("UTC").tz_convert(encoded.times.tz)
+        symbols = tuple(self.symbols.categories[c] for c in encoded.symbol_codes[ends])
+        known = [
+            known_calendar(times, self.spec, self.timezone),
+            future_known_values(future, self.spec.known_columns, symbols, times_ns),
+        ]
+        future_inputs = np.concatenate(known, axis=1).reshape(len(ends), self.horizon, -1)
+        scaled = self.scaler.transform(future_inputs, slice(encoded.features.num_observed, None))
         h = self.horizon
         return scaled, tuple(times[b * h : (b + 1) * h] for b in range(len(ends)))
 
-    def latest_batch(self, frame: pd.DataFrame) -> TFTBatch:
-        """`latest(frame).batch`: one window per symbol, target None."""
-        return self.latest(frame).batch
+    def latest_batch(self, frame: pd.DataFrame, future: pd.DataFrame | None = None) -> TFTBatch:
+        """`latest(frame, future).batch`: one window per symbol, target None."""
+        return self.latest(frame, future).batch
 
     # --- persistence ------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -276,6 +285,7 @@ class Preprocessor:
             "profile": None if self.profile is None else self.profile.state_dict(),
             "baseline_window": self.baseline_window,
             "fast_window": self.fast_window,
+            "cross_breaks": self.cross_breaks,
         }
 
     @classmethod
@@ -298,6 +308,7 @@ class Preprocessor:
             profile=None if profile is None else IntradayProfile.from_state_dict(profile),
             baseline_window=int(state.get("baseline_window", 64)),
             fast_window=int(state.get("fast_window", 0)),  # absent before it existed: none
+            cross_breaks=bool(state.get("cross_breaks", False)),  # absent before calendars
         )
 
     def save(self, path: str | Path) -> None:

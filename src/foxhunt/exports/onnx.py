@@ -263,6 +263,8 @@ def _spec(
         "bar_spacing_ns": pre["bar_spacing_ns"],
         "max_gap_ns": pre["max_gap_ns"],
         "timezone": pre["timezone"],
+        # the exchange calendar of the session features and forecast times (docs/calendars.md)
+        "calendar": pre["spec"].get("calendar"),
         "volatility": {
             "profile": profile,
             "baseline_window": pre.get("baseline_window"),
@@ -270,7 +272,8 @@ def _spec(
             "signal_limit": SIGNAL_LIMIT,
             "formulas": {
                 "past": "(x - mean) / std per feature, features in features.past order",
-                "future": "the known (calendar) features of the next H bars, scaled likewise",
+                "future": "the known (calendar) features of the next H bars that trade on "
+                "`calendar` (docs/calendars.md), scaled likewise",
                 "adjusted": "r[t] / profile.values[minute_of_day(t) // bucket_minutes]; "
                 "r = log return, NaN across a gap > max_gap_ns",
                 "base_vol": "sqrt(mean of adjusted^2 over the last baseline_window bars, "

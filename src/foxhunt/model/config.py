@@ -120,6 +120,11 @@ class TFTConfig:
     [B, K], each the log ratio of a faster volatility to the base one): the scale becomes
     batch.scale * exp(w . signal), w learned and starting at 0. Set from the data (1 when
     DataConfig.fast_window is on); 0 for runs saved before the field existed."""
+    sort_quantiles: bool = True
+    """Rearrange each forecast's quantiles into increasing order (Chernozhukov, Fernandez-Val
+    and Galichon 2010), in training and prediction alike, so they never cross; sorting can
+    only lower the pinball loss of a crossed forecast. Runs saved before the field load
+    with False."""
     checkpointing: CheckpointMode | tuple[Segment, ...] = "none"
     """Activation checkpointing policy: "none", "full", or a tuple of names from ``SEGMENTS``.
     A switch only: ``foxhunt.transforms.apply_model_transforms`` checkpoints the model built
@@ -173,6 +178,8 @@ class TFTConfig:
             raise _fail("learn_spread", self.learn_spread, "must be True or False")
         if self.learn_spread and self.output != "baseline":
             raise _fail("learn_spread", True, 'only applies to output="baseline"; set it there')
+        if not isinstance(self.sort_quantiles, bool):
+            raise _fail("sort_quantiles", self.sort_quantiles, "must be True or False")
         _check_int(self.vol_signals, "vol_signals", 0, from_data=True)
         if self.vol_signals is not None and self.vol_signals > MAX_VOL_SIGNALS:
             raise _fail("vol_signals", self.vol_signals, f"must be <= {MAX_VOL_SIGNALS}")

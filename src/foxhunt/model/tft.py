@@ -103,6 +103,8 @@ class TemporalFusionTransformer(nn.Module):
         if self.baseline is not None:
             assert batch.scale is not None  # check_batch
             quantiles = self.baseline(quantiles, batch.scale, batch.vol_signal)
+        if cfg.sort_quantiles:  # coherent: the q-th forecast never below the p-th, p < q
+            quantiles = quantiles.sort(dim=-1).values
         return TFTOutput(
             quantiles=quantiles,
             static_weights=static_weights,

@@ -19,6 +19,7 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 from torch import nn
 
+from foxhunt.config_fields import with_legacy_values
 from foxhunt.data import Preprocessor
 from foxhunt.errors import FoxhuntError
 from foxhunt.model.factory import build_model
@@ -98,8 +99,10 @@ def read_run_config(run_dir: Path) -> RunConfig:
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
         raise RunFileError(f"{path}: a field has the wrong type or is missing ({exc})") from None
     rebuilt = config.to_dict()
-    check_round_trip(
-        path, {k: sections[k] for k in CONFIG_SECTIONS}, {k: rebuilt[k] for k in CONFIG_SECTIONS}
+    check_round_trip(  # a field older runs lack is filled from LEGACY_VALUES, not damaged
+        path,
+        {k: with_legacy_values(k, sections[k]) for k in CONFIG_SECTIONS},
+        {k: rebuilt[k] for k in CONFIG_SECTIONS},
     )
     return config
 

@@ -5,6 +5,7 @@ above: it may import the leaves, ``model``, ``data`` and ``baselines``, nothing 
 pinball formula is the model's (``foxhunt.model.loss.pinball``); everything here calls it.
 """
 
+from foxhunt.task.coherence import CrossingQuantilesWarning, check_coherent, crossed_forecasts
 from foxhunt.task.loss import Autocast, BatchLoss, batch_loss, loss_of, loss_scale
 from foxhunt.task.metrics import (
     calibration,
@@ -25,10 +26,13 @@ __all__ = [
     "UNIT",
     "Autocast",
     "BatchLoss",
+    "CrossingQuantilesWarning",
     "all_baselines",
     "batch_loss",
     "bp_per_unit",
     "calibration",
+    "check_coherent",
+    "crossed_forecasts",
     "forecast_metrics",
     "format_table",
     "historical_quantile_forecast",

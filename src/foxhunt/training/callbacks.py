@@ -22,6 +22,10 @@ class Callback(Protocol):
     - ``on_step_end(trainer, loss)``: after each batch; ``loss`` is NaN for a skipped step.
     - ``on_epoch_end(trainer, record)``: after validation; ``record`` (epoch, train_loss,
       val_loss) is the history entry, and a callback may add keys to it.
+    - a callback ends training cleanly with ``trainer.request_stop(reason)``: the loop stops
+      after the current epoch and the job finishes as after an early stop (never raise
+      through the job to stop it). Under DDP, where callbacks run on the main rank only,
+      every rank stops with it.
     - ``state_dict() -> dict`` / ``load_state_dict(dict)``: tensors and JSON-able values that
       a checkpoint saves and a resume restores, keyed by the callback's class name (and its
       rank among callbacks of that class). A callback without them starts fresh on resume.

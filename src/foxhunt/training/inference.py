@@ -13,6 +13,7 @@ from torch.utils.data import Dataset
 
 from foxhunt.batch import TFTBatch
 from foxhunt.data import make_loader
+from foxhunt.task import check_coherent
 from foxhunt.training.sampler import EpochBatchSampler
 
 
@@ -45,4 +46,6 @@ def predict_windows(
             anchors.append(batch.anchor.cpu().numpy())
     target = np.concatenate(targets).astype(np.float64) if targets else None
     anchor = np.concatenate(anchors) if anchors else np.arange(sum(len(p) for p in preds))
-    return np.concatenate(preds).astype(np.float64), target, anchor
+    quantiles = np.concatenate(preds).astype(np.float64)
+    check_coherent(quantiles, "forecasts")
+    return quantiles, target, anchor

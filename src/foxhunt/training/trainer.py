@@ -222,9 +222,21 @@ class Trainer:
             state.finish_epoch(record, epochs=config.epochs, patience=config.patience)
             self.sampler.set_position(state.epoch, state.batch_in_epoch)
             notify(self.callbacks, "on_epoch_end", self, record)
+            if self.world_size > 1:  # callbacks run on the main rank: a stop is every rank's
+                stop = all_reduce_sum([float(state.stopped_early)], self.device)[0]
+                state.stopped_early = stop > 0
         if self.best_weights is not None:
             self.model.load_state_dict(self.best_weights)
         return state
+
+    def request_stop(self, reason: str) -> None:
+        """End training after the current epoch, as an early stop does: the job then keeps
+        the best weights, scores the test split and writes a complete run folder. For a
+        callback (an Optuna pruner, a time limit); raising instead would leave the run folder
+        half-written."""
+        if not self.state.stopped_early:
+            log.info("stopping after epoch %d: %s", self.state.epoch, reason)
+        self.state.stopped_early = True
 
     def validate_initial(self) -> None:
         """Score the untrained weights on validation; they become the best so far."""

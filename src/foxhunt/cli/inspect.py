@@ -1,0 +1,52 @@
+"""`foxhunt inspect FILE`: what is in a bars file, before training on it (docs/calendars.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from foxhunt.data.calendar import AUTO, check_calendar_name, resolve_calendar
+from foxhunt.data.inspect import inspect_bars
+from foxhunt.data.io import read_bars
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("inspect", help="summarize a bars file: sessions, gaps, windows")
+    p.add_argument("file", type=Path, help="OHLCV bars (.parquet or .csv)")
+    p.add_argument("--timezone", default=None, help="timezone of naive timestamps")
+    p.add_argument("--timestamp-column", default=None, help="name of the time column")
+    p.add_argument(
+        "--calendar",
+        default=AUTO,
+        help='exchange calendar: "auto" (from the symbols), "none", or a pandas_market_calendars '
+        "name (docs/calendars.md)",
+    )
+    p.add_argument("--lookback", type=int, default=64, help="bars of history per window")
+    p.add_argument("--horizon", type=int, default=8, help="bars to forecast")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    check_calendar_name(args.calendar, "--calendar")
+    frame = read_bars(args.file, timezone=args.timezone, timestamp_column=args.timestamp_column)
+    calendar = resolve_calendar(args.calendar, frame["symbol"].unique(), str(args.file))
+    report = inspect_bars(frame, calendar=calendar, lookback=args.lookback, horizon=args.horizon)
+    print(json.dumps(report, indent=2) if args.json else render(report))
+    return 0
+
+
+def render(report: dict[str, Any], indent: str = "") -> str:
+    """The summary as indented `key: value` lines."""
+    lines = []
+    for key, value in report.items():
+        if isinstance(value, dict) and value:
+            lines += [f"{indent}{key}:", render(value, indent + "  ")]
+        elif isinstance(value, list) and value and isinstance(value[0], dict):
+            lines.append(f"{indent}{key}:")
+            lines += [f"{indent}  - " + ", ".join(f"{k} {v}" for k, v in v.items()) for v in value]
+        else:
+            lines.append(f"{indent}{key}: {value}")
+    return "\n".join(lines)

@@ -1,0 +1,153 @@
+"""`foxhunt tune`: an Optuna study over a YAML search space, each trial a train job (or a
+walk-forward backtest) on the base config that `foxhunt train`'s flags and --config give
+(arguments generated from the config dataclasses, docs/configuration.md)."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from foxhunt.cli.generated import Section, Spelling, arguments
+from foxhunt.cli.presets import preset
+from foxhunt.cli.resolve import Command, dump, resolve
+from foxhunt.cli.train_config import (
+    DATA,
+    MODEL,
+    SPELLINGS,
+    TRAINING,
+    add_model_class,
+    run_config,
+    split_refused,
+)
+from foxhunt.errors import FoxhuntError, UsageError
+from foxhunt.input_path import check_readable_file
+from foxhunt.runs import check_output_path
+
+
+@dataclass(frozen=True, kw_only=True)
+class StudyOptions:
+    """The study (docs/tuning.md).
+
+    Attributes:
+        space: the search space YAML (required).
+        trials: finished or pruned trials in all (also the backtest's count for the
+            deflated Sharpe).
+        storage: SQLAlchemy URL (default: sqlite:///DIR/study.db).
+        study_name: the study in the database.
+        pruner: "median", "hyperband" or "none".
+        startup_trials: median pruner: finished trials first.
+        keep: trial folders kept: "best" or "all".
+        backtest: objective: the walk-forward loss of a backtest (the backtest sections).
+        heartbeat: seconds; a trial silent twice as long is failed.
+        sampler_seed: seed of the TPE sampler.
+        output_dir: study folder: trial-NNNN/, best.yaml (required).
+    """
+
+    space: Path | None = None
+    trials: int = 20
+    storage: str | None = None
+    study_name: str = "foxhunt"
+    pruner: Literal["median", "hyperband", "none"] = "median"
+    startup_trials: int = 2
+    keep: Literal["best", "all"] = "best"
+    backtest: bool = False
+    heartbeat: int = 60
+    sampler_seed: int | None = None
+    output_dir: Path | None = None
+
+
+def tune_command() -> Command:
+    """`foxhunt train`'s data, model and training sections (the base config; --config FILE
+    as for train), the backtest's (without its trials and jobs: the study's), the study."""
+    from foxhunt.backtest import BacktestConfig, CostModel
+
+    sections = (
+        DATA,
+        MODEL,
+        TRAINING,
+        Section("backtest", BacktestConfig, exclude=("costs", "trials", "jobs")),
+        Section("costs", CostModel),
+        Section("study", StudyOptions),
+    )
+    # --backtest is a switch, not a flag of its own: jsonargparse would read the option as the
+    # backtest section's name
+    taken = {"--config", "--preset", "--print-config", "--model-class", "--help", "--backtest"}
+    switch = Spelling("--backtest", lambda _: [("study.backtest", "true")], takes_value=False)
+    return Command(
+        prog="foxhunt tune",
+        description="Hyperparameter search (Optuna) over any config field (docs/tuning.md).",
+        sections=sections,
+        args=tuple(arguments(sections, taken)),
+        spellings=(*SPELLINGS, switch),
+        presets=preset,
+        extra=add_model_class,
+        set_aside={"data.split": split_refused},
+    )
+
+
+def register(sub: Any) -> None:
+    # generated arguments, parsed by jsonargparse in `run` (as `foxhunt train`'s)
+    p = sub.add_parser(
+        "tune", help="hyperparameter search (Optuna) over any config field", add_help=False
+    )
+    p.set_defaults(run=run, generated=True)
+
+
+def run(parsed: argparse.Namespace) -> int:
+    parser, cfg, show = resolve(tune_command(), parsed.argv)
+    if show:
+        print(dump(parser, cfg), end="")
+        return 0
+    args = cfg.study
+    for name in ("space", "output_dir"):
+        if getattr(args, name) is None:
+            raise UsageError(f"tune: --{name.replace('_', '-')} is required")
+    args.space, args.output_dir = Path(args.space), Path(args.output_dir)
+    try:
+        import optuna  # noqa: F401  (the study's engine; an optional dependency)
+    except ImportError:
+        raise FoxhuntError(
+            "foxhunt tune needs Optuna: pip install 'foxhunt[tune]' (optuna, SQLAlchemy)"
+        ) from None
+    from foxhunt.backtest import BacktestConfig, CostModel
+    from foxhunt.tune import BEST_FILE, TuneConfig, best_of, read_space, run_study
+
+    check_readable_file(args.space)
+    if cfg.data.path is not None:
+        check_readable_file(cfg.data.path)
+    check_output_path(args.output_dir)
+    base = run_config(cfg)
+    tune = TuneConfig(
+        trials=args.trials,
+        storage=args.storage,
+        study_name=args.study_name,
+        pruner=args.pruner,
+        startup_trials=args.startup_trials,
+        keep=args.keep,
+        backtest=BacktestConfig(
+            **cfg.backtest.as_dict(),
+            costs=CostModel(**cfg.costs.as_dict()),
+            trials=args.trials,
+            jobs=1,
+        )
+        if args.backtest
+        else None,
+        heartbeat=args.heartbeat,
+        sampler_seed=args.sampler_seed,
+    )
+    space = read_space(args.space, base)
+    study = run_study(base, space, args.output_dir, tune)
+    best = args.output_dir / BEST_FILE
+    if best.is_file():
+        trial = best_of(study)
+        assert trial is not None and trial.value is not None
+        print(f"best: trial {trial.number}, value {trial.value:.6g}: {trial.params}")
+        print(f"best config: {best} (foxhunt train --config {best})")
+        if args.backtest:
+            print(f"deflated Sharpe: backtests of this study count {args.trials} trials")
+    else:
+        print("no trial completed (all pruned or failed): no best config")
+    print(f"study report: {args.output_dir} (trials.csv, *.png)")
+    return 0

@@ -1,0 +1,139 @@
+"""`inspect_bars`: the data summary a researcher reads before training (`foxhunt inspect`).
+
+Plain JSON values only. Contract rolls and suspect jumps (issue 18's other half) are not
+summarized here yet: their detection lives with the multi-file reader; add their sections
+next to "gaps" when those functions exist.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from foxhunt.data.calendar import Sessions, gap_clock, sessions_for
+from foxhunt.data.gaps import KINDS, find_gaps
+from foxhunt.data.pipeline import resolve_max_gap
+from foxhunt.data.windows import index_windows, median_spacing_ns
+
+#: the --max-gap settings whose windows are counted, besides "auto" and "none"
+MAX_GAP_CHOICES = ("10min", "30min", "2h")
+_EXAMPLES = 10  # gaps and off-calendar bars listed by time
+
+
+def inspect_bars(
+    frame: pd.DataFrame, *, calendar: str | None, lookback: int, horizon: int
+) -> dict[str, Any]:
+    """Summary of validated bars (sorted by symbol, time) under `calendar` (None: no calendar)."""
+    times = pd.DatetimeIndex(frame["timestamp"])
+    tz = str(times.tz)
+    times_ns = times.as_unit("ns").asi8
+    symbols = frame["symbol"].to_numpy()
+    codes = pd.factorize(symbols)[0].astype(np.int64)
+    spacing = median_spacing_ns(codes, times_ns)
+    sessions = sessions_for(calendar, times_ns) if calendar is not None else None
+    report: dict[str, Any] = {
+        "source": str(frame.attrs.get("source", "")),
+        "rows": len(frame),
+        "timezone": tz,
+        "first": str(times.min()),
+        "last": str(times.max()),
+        "symbols": {str(k): int(v) for k, v in frame["symbol"].value_counts(sort=False).items()},
+        "bar_spacing": str(pd.Timedelta(spacing, unit="ns")),
+        "calendar": calendar,
+    }
+    if sessions is not None:
+        report["sessions"] = _sessions(sessions, times_ns, tz)
+    report["gaps"] = _gaps(times_ns, codes, spacing, sessions, tz)
+    report["zero_volume_bars"] = _zero_volume(frame, codes, times_ns, spacing)
+    report["windows"] = _windows(codes, times_ns, spacing, calendar, lookback, horizon)
+    return report
+
+
+def _stamp(ns: np.ndarray | int, tz: str) -> Any:
+    if isinstance(ns, np.ndarray):
+        return [_stamp(int(t), tz) for t in ns]
+    return str(pd.Timestamp(int(ns), unit="ns", tz="UTC").tz_convert(tz))
+
+
+def _sessions(sessions: Sessions, times_ns: np.ndarray, tz: str) -> dict[str, Any]:
+    trading = sessions.trading(times_ns)
+    index = sessions.locate(times_ns)
+    span = (sessions.close_ns > times_ns.min()) & (sessions.open_ns <= times_ns.max())
+    seen = np.unique(index[trading])
+    early = np.flatnonzero(span & sessions.early)
+    return {
+        "in_span": int(span.sum()),
+        "with_bars": len(seen),
+        "early_closes": [str(d) for d in sessions.dates[early]],
+        "off_calendar_bars": int((~trading).sum()),
+        "off_calendar_examples": _stamp(times_ns[~trading][:_EXAMPLES], tz),
+    }
+
+
+def _gaps(
+    times_ns: np.ndarray, codes: np.ndarray, spacing: int, sessions: Sessions | None, tz: str
+) -> dict[str, Any]:
+    counts: dict[str, int] = dict.fromkeys(KINDS if sessions is not None else ("unclassified",), 0)
+    unexplained: list[dict[str, Any]] = []
+    missing = 0
+    for code in np.unique(codes):
+        rows = codes == code
+        gaps = find_gaps(times_ns[rows], spacing, sessions)
+        for kind in counts:
+            counts[kind] += int((gaps.kind == kind).sum())
+        odd = np.flatnonzero(gaps.kind == "unexplained")
+        missing += int(gaps.missing_bars[odd].sum())
+        unexplained += [
+            {
+                "after": _stamp(int(gaps.start_ns[g]), tz),
+                "before": _stamp(int(gaps.end_ns[g]), tz),
+                "duration": str(pd.Timedelta(int(gaps.end_ns[g] - gaps.start_ns[g]), unit="ns")),
+                "missing_bars": int(gaps.missing_bars[g]),
+            }
+            for g in odd
+        ]
+    out: dict[str, Any] = {"by_kind": counts}
+    if sessions is not None:
+        out["unexplained_missing_bars"] = missing
+        largest = sorted(unexplained, key=lambda gap: -gap["missing_bars"])
+        out["unexplained_examples"] = largest[:_EXAMPLES]  # the most missing bars first
+    return out
+
+
+def _zero_volume(
+    frame: pd.DataFrame, codes: np.ndarray, times_ns: np.ndarray, spacing: int
+) -> dict[str, int]:
+    zero = frame["volume"].to_numpy() == 0
+    after_gap = np.ones(len(zero), dtype=bool)  # a symbol's first bar, or one after a gap
+    after_gap[1:] = (codes[1:] != codes[:-1]) | (np.diff(times_ns) > spacing)
+    return {"total": int(zero.sum()), "after_a_gap": int((zero & after_gap).sum())}
+
+
+def _windows(
+    codes: np.ndarray,
+    times_ns: np.ndarray,
+    spacing: int,
+    calendar: str | None,
+    lookback: int,
+    horizon: int,
+) -> dict[str, int]:
+    """Windows of lookback + horizon bars each --max-gap keeps (before the rolling warm-up)."""
+
+    def count(setting: str | None, clock: np.ndarray) -> int:
+        index = index_windows(
+            codes,
+            np.zeros(len(codes), dtype=np.int8),
+            clock,
+            np.ones(len(codes), dtype=bool),
+            lookback=lookback,
+            horizon=horizon,
+            max_gap_ns=resolve_max_gap(setting, spacing),
+        )
+        return len(index.anchors["train"])
+
+    out = {s or "none": count(s, times_ns) for s in ("auto", None, *MAX_GAP_CHOICES)}
+    if calendar is not None:
+        out["auto --cross-breaks"] = count("auto", gap_clock(times_ns, calendar, True))
+    return out

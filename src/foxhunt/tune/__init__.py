@@ -1,0 +1,29 @@
+"""Hyperparameter search (`foxhunt tune`, docs/tuning.md): an Optuna study over any config
+field, in a database that survives a killed worker and is shared by several, each trial a
+train job (or a backtest) whose epochs feed the pruner.
+
+A door-level package: it runs jobs and backtests, so only the CLI imports it. Needs Optuna
+(``pip install 'foxhunt[tune]'``).
+"""
+
+from foxhunt.tune.config import TuneConfig
+from foxhunt.tune.objective import trial_dir
+from foxhunt.tune.report import BEST_FILE, best_of
+from foxhunt.tune.sections import read_config_yaml
+from foxhunt.tune.space import Param, apply, parse_space, read_space
+from foxhunt.tune.study import open_study, run_study, storage_url
+
+__all__ = [
+    "BEST_FILE",
+    "Param",
+    "TuneConfig",
+    "apply",
+    "best_of",
+    "open_study",
+    "parse_space",
+    "read_config_yaml",
+    "read_space",
+    "run_study",
+    "storage_url",
+    "trial_dir",
+]
