@@ -203,3 +203,23 @@ def test_config_json_keeps_its_format_and_the_model_filled(tmp_path: Path) -> No
     assert {"num_static", "num_past", "num_future", "lookback", "vol_signals"} <= set(model)
     assert model["num_past"] >= 1 and model["lookback"] == 16
     assert dataclasses.asdict(TFTConfig.from_dict(model))["num_past"] == model["num_past"]
+
+
+@pytest.mark.parametrize("name", ["cpu-reference", "tft-225"])
+def test_presets_train_the_benchmarks_models(name: str) -> None:
+    from foxhunt.bench.memory import PRESETS
+    from foxhunt.model.config import DATA_FIELDS
+
+    bench = PRESETS[name]
+    config = run_config(resolve(train_command(), ["--preset", name])[1])
+    assert (config.data.lookback, config.data.horizon) == (
+        bench.config.lookback,
+        bench.config.horizon,
+    )
+    assert config.training.batch_size == bench.batch_size
+    unfitted = dataclasses.replace(bench.config, **dict.fromkeys(DATA_FIELDS))
+    assert config.model == unfitted  # the inputs are the data's
+
+
+def test_an_unknown_preset_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert "tft-225" in error_line(["train", "--preset", "tft-9000", "--print-config"], capsys)

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from foxhunt.cli.generated import Arg, Section, Spelling, check_numbers, explain, normalize
+from foxhunt.cli.presets import PRESETS
 from foxhunt.errors import UsageError
 from foxhunt.input_path import check_readable_file
 
-SOURCES = ("--config", "--preset", "--print-config")
 #: keys of a saved config.json that are no user setting, set aside when it is a --config
 SAVED_ONLY = ("versions",)
 
@@ -34,7 +34,9 @@ class Command:
     spellings: tuple[Spelling, ...]
     presets: Callable[[str], dict[str, Any]]
     extra: Callable[[Any], None]  # adds hand-written arguments (none today but model_class)
-    set_aside: dict[str, Callable[[Any], str | None]]  # key -> why it is refused, or None
+    #: an excluded field's key -> why a value a config file gives it is refused (None: the
+    #: value is dropped, as every other excluded field's is)
+    set_aside: dict[str, Callable[[Any], str | None]]
 
 
 def build(command: Command) -> Any:
@@ -51,7 +53,8 @@ def build(command: Command) -> Any:
     src = parser.add_argument_group("config sources (docs/configuration.md)")
     src.add_argument("--config", action="append", help="YAML or JSON config (config.json of "
                      "a run too); several: later wins; flags override them")  # fmt: skip
-    src.add_argument("--preset", help="a named starting point: cpu-reference, tft-225")
+    names = ", ".join(PRESETS)
+    src.add_argument("--preset", help=f"a named starting point (cli/presets.py): {names}")
     src.add_argument("--print-config", action="store_true", help="print the resolved config "
                      "as YAML and exit")  # fmt: skip
     command.extra(parser)
