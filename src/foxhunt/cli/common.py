@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
 import pandas as pd
@@ -14,18 +13,6 @@ from foxhunt.errors import FoxhuntError
 
 def csv_tuple(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
-
-
-def float_tuple(text: str) -> tuple[float, ...]:
-    try:
-        values = tuple(float(part) for part in csv_tuple(text))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated numbers, got {text!r}"
-        ) from None
-    if not all(math.isfinite(v) for v in values):
-        raise argparse.ArgumentTypeError(f"expected finite numbers, got {text!r}")
-    return values
 
 
 def add_data_file_arguments(parser: argparse.ArgumentParser, *, required: bool) -> None:
