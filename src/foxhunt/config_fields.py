@@ -23,7 +23,15 @@ def check_known_fields(cls: Any, data: Mapping[str, Any], what: str) -> None:
 LEGACY_VALUES: dict[str, dict[str, Any]] = {
     "data": {"fast_window": 0, "calendar": "none", "cross_breaks": False},
     "model": {"output": "direct", "learn_spread": False, "vol_signals": 0, "sort_quantiles": False},
-    "training": {"validate_initial": False, "calibrate": False, "initial_confidence": 0.0},
+    "training": {
+        "validate_initial": False,
+        "calibrate": False,
+        "initial_confidence": 0.0,
+        "lr_schedule": "constant",
+        "warmup_steps": None,
+        "warmup_fraction": 0.05,
+        "min_lr": 0.0,
+    },
 }
 
 

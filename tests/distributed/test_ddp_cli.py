@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from ddp_harness import Outcome, cli_args, free_port, launch
 from ddp_workers import cli_worker
 from safetensors.torch import load_file
@@ -64,3 +65,17 @@ def test_a_hung_rank_makes_the_other_fail_after_the_timeout(tmp_path: Path) -> N
     assert outcome.exitcodes[0] == 1, outcome.report()
     assert outcome.hung == [1]
     assert "did not answer within --dist-timeout 5s" in outcome.logs[0], outcome.report()
+
+
+def test_only_rank_0_logs_to_tensorboard(tmp_path: Path) -> None:
+    accumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
+    out = tmp_path / "run"
+    outcome = train(
+        tmp_path, "tb", "--epochs", "2", "--output-dir", str(out), "--logger", "tensorboard",
+        timeout_s=180,  # importing tensorboard on a busy machine
+    )  # fmt: skip
+    assert outcome.exitcodes == [0, 0], outcome.report()
+    assert len(list((out / "tensorboard").iterdir())) == 1  # one writer: one event file
+    events = accumulator.EventAccumulator(str(out / "tensorboard"))
+    events.Reload()
+    assert len(events.Scalars("epoch/val_loss")) == 2

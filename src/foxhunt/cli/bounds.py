@@ -47,6 +47,8 @@ RANGES: dict[str, Range] = {
     "--num-workers": Range(0, 256),
     "--qat-freeze-after": Range(0),
     "--warmup": Range(0, 10_000),
+    "--warmup-steps": Range(0),
+    "--warmup-fraction": FRACTION,
     "--steps": Range(1, 100_000),
     "--threads": Range(1, 4096),
     "--lr": Range(0, low_open=True),

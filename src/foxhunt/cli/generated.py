@@ -129,6 +129,9 @@ class Spelling:
     flag: str
     expand: Callable[[str], list[tuple[str, str]]]
     takes_value: bool = True
+    #: repeated, its values make one list (``--logger tensorboard --logger mlflow``): the
+    #: flag sets the single key ``expand`` names to the list of every value given
+    accumulate: bool = False
 
 
 def is_bool(hint: Any) -> bool:
@@ -181,6 +184,7 @@ def normalize(argv: Sequence[str], args: Sequence[Arg], spellings: Sequence[Spel
     by_flag = {flag: a for a in args for flag in a.flags}
     special = {s.flag: s for s in spellings}
     out: list[str] = []
+    gathered: dict[str, list[str]] = {}  # accumulating spellings: key -> values
     i = 0
     while i < len(argv):
         token, i = argv[i], i + 1
@@ -194,7 +198,10 @@ def normalize(argv: Sequence[str], args: Sequence[Arg], spellings: Sequence[Spel
             if text is None:
                 raise UsageError(f"{flag} needs a value")
             for key, v in s.expand(text):
-                out += [f"--{key}", v]
+                if s.accumulate:
+                    gathered.setdefault(key, []).append(v)
+                else:
+                    out += [f"--{key}", v]
             continue
         negated = flag.startswith("--no-") and by_flag.get("--" + flag[5:])
         arg = negated or by_flag.get(flag)
@@ -221,6 +228,8 @@ def normalize(argv: Sequence[str], args: Sequence[Arg], spellings: Sequence[Spel
         elif (item := tuple_item(arg.hint)) is not None and list_text_wanted(arg.hint, text):
             text = list_text(text, item)
         out += [f"--{arg.key}", text]
+    for key, values in gathered.items():
+        out += [f"--{key}", json.dumps(values)]
     return out
 
 

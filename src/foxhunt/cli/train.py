@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from foxhunt.cli.resolve import dump, resolve
-from foxhunt.cli.train_config import qat_config, run_config, train_command
+from foxhunt.cli.train_config import qat_config, run_config, tracking_config, train_command
 from foxhunt.errors import ConfigError
 from foxhunt.input_path import check_readable_file
 from foxhunt.jobs.train import JobOptions, train
@@ -26,6 +26,7 @@ from foxhunt.runs import (
     new_identity,
     read_identity,
 )
+from foxhunt.tracking import build_tracker, check_installed
 from foxhunt.training.distributed import (
     DistributedContext,
     distributed_session,
@@ -78,6 +79,9 @@ def run(parsed: argparse.Namespace) -> int:
         print(dump(parser, cfg), end="")
         return 0
     config, args, data_file = run_config(cfg), cfg.options, cfg.data.path
+    tracking = tracking_config(cfg)
+    # a logger's missing package: one line, before anything is written or trained
+    check_installed(tracking.active, tracking.tracking_uri)
     budget = parse_budget(args.memory_budget) if args.memory_budget is not None else None
     if data_file is not None:  # before any folder is locked, created or replaced
         check_readable_file(data_file)
@@ -103,6 +107,10 @@ def run(parsed: argparse.Namespace) -> int:
         days = config.data.synthetic_days
         source = data_file or f"built-in synthetic ES bars ({days} days)"
         log.info("training on %s -> %s", source, claimed[0].final if claimed else workdir)
+        # the main rank's: only it logs (the job hands callbacks to its trainer alone)
+        tracker = build_tracker(tracking, claimed[0].final, workdir) if ctx.is_main else None
+        if tracker is not None:
+            stack.callback(tracker.close)  # FAILED unless finish() ended it first
         options = JobOptions(
             resume=args.resume is not None,
             resume_from=args.resume_from,
@@ -114,15 +122,21 @@ def run(parsed: argparse.Namespace) -> int:
             leak_threshold_mb=args.leak_threshold_mb,
             qat=qat_config(cfg),
             memory_budget=budget,
+            callbacks=() if tracker is None else (tracker,),
         )
         result = train(config, workdir, options=options, distributed=ctx)
         if not ctx.is_main:  # rank 0 alone prints and writes the run folder
             return 0
+        if tracker is not None:  # before the commit renames the folder its files are in
+            tracker.log_results(result.metrics)
         final = claimed[0].commit()  # complete: only now does it replace an earlier run
         print(result.table)
         print(f"run saved to {final} (metrics.json, model.safetensors, config.json)")
-        if args.report:
-            print(f"report: {write_report(final, job=result)}")  # the job's model and data
+        report = write_report(final, job=result) if args.report else None
+        if report is not None:
+            print(f"report: {report}")  # written from the job's model and data
+        if tracker is not None:
+            tracker.finish(final, report)
     return 0
 
 

@@ -16,6 +16,7 @@ from foxhunt.model.config import DATA_FIELDS, TFTConfig
 from foxhunt.model.factory import MODELS
 from foxhunt.quant import QATConfig
 from foxhunt.runs import RunConfig
+from foxhunt.tracking import TrackingConfig
 from foxhunt.training.config import TrainingConfig
 from foxhunt.training.distributed import DEFAULT_TIMEOUT_S
 
@@ -74,6 +75,8 @@ SPELLINGS = (
     Spelling("--use-gradient-checkpointing", lambda _: [("model.checkpointing", "full")], False),
     Spelling("--checkpoint-segments", lambda v: [("model.checkpointing", list_text(v, str))]),
 )
+#: --logger tensorboard --logger mlflow: both (tracking.loggers)
+LOGGER = Spelling("--logger", lambda v: [("tracking.loggers", v)], accumulate=True)
 
 
 def split_refused(value: Any) -> str:
@@ -91,21 +94,32 @@ def add_model_class(parser: Any) -> None:
 
 
 def train_command() -> Command:
-    sections = (DATA, MODEL, TRAINING, QAT, Section("options", TrainOptions))
+    sections = (
+        DATA,
+        MODEL,
+        TRAINING,
+        QAT,
+        Section("tracking", TrackingConfig),
+        Section("options", TrainOptions),
+    )
     taken = {"--config", "--preset", "--print-config", "--model-class", "--help"}
     return Command(
         prog="foxhunt train",
         description="Train a TFT and print test metrics. Every field of the data, model, "
-        "training, quantization and options sections below is a flag (--section.field, or its "
+        "training, quantization, tracking and options sections below is a flag (--section.field, or its "
         "flat name) and a YAML key; --seed N seeds the synthetic bars too "
         "(docs/configuration.md).",
         sections=sections,
         args=tuple(arguments(sections, taken)),
-        spellings=SPELLINGS,
+        spellings=(*SPELLINGS, LOGGER),
         presets=preset,
         extra=add_model_class,
         set_aside={"data.split": split_refused},
     )
+
+
+def tracking_config(cfg: Any) -> TrackingConfig:
+    return TrackingConfig(**cfg.tracking.as_dict())
 
 
 def run_config(cfg: Any) -> RunConfig:

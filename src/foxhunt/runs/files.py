@@ -13,6 +13,7 @@
       history.jsonl           one line per epoch (and memory events)
       checkpoints/            the trainer's checkpoints (unless --checkpoint-storage)
       report/                 `foxhunt report`'s HTML and figures
+      tensorboard/            --logger tensorboard's event files (docs/tracking.md)
       int8/, int8-dynamic/, onnx/   `foxhunt export`'s default folders (see EXPORT_DIRS)
 
 An export folder holds config.json, preprocessor.json and baseline.json copied from the
@@ -36,6 +37,7 @@ FORECASTS_FILE = "test_forecasts.parquet"
 HISTORY_FILE = "history.jsonl"
 CHECKPOINTS_DIR = "checkpoints"
 REPORT_DIR = "report"
+TENSORBOARD_DIR = "tensorboard"
 EXPORT_FILE = "quantization.json"
 INT8_WEIGHTS_FILE = "model_int8.safetensors"
 ONNX_MODEL_FILE = "model.onnx"
@@ -62,6 +64,7 @@ OWNED_ENTRIES = (
     FORECASTS_FILE,
     QAT_FILE,
     REPORT_DIR,
+    TENSORBOARD_DIR,
     *EXPORT_DIRS.values(),
 )
 

@@ -7,7 +7,9 @@ written at an event holds every callback's state after that event.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 #: the Trainer that steps the callbacks; named loosely so this module, which the trainer
@@ -15,11 +17,28 @@ from typing import Any, Protocol
 Trainer = Any
 
 
+@dataclass(frozen=True)
+class StepStats:
+    """The batch just done, as ``trainer.last_step`` holds it at ``on_step_end``.
+
+    Attributes:
+        lr: the learning rate the step used (before the schedule moved on).
+        grad_norm: the global gradient norm before clipping; NaN for a skipped step.
+        seconds: wall time of the step (forward, backward, optimizer; not the data loading).
+    """
+
+    lr: float = math.nan
+    grad_norm: float = math.nan
+    seconds: float = 0.0
+
+
 class Callback(Protocol):
     """What the loop calls, in list order; every method is optional (looked up by name).
 
     - ``on_epoch_start(trainer)``: before the epoch's first batch.
     - ``on_step_end(trainer, loss)``: after each batch; ``loss`` is NaN for a skipped step.
+      ``trainer.last_step`` (`StepStats`) holds its learning rate, gradient norm and time;
+      ``trainer.state`` its step (``global_step``) and the skipped steps so far.
     - ``on_epoch_end(trainer, record)``: after validation; ``record`` (epoch, train_loss,
       val_loss) is the history entry, and a callback may add keys to it.
     - a callback ends training cleanly with ``trainer.request_stop(reason)``: the loop stops

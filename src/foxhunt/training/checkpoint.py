@@ -8,7 +8,8 @@ so that they still resume; `sampler` and `callbacks` came later and may be absen
     rng.safetensors        rng: torch CPU (and CUDA) generator states
     callbacks.safetensors  the tensors of callbacks' states (only if one holds any)
     state.json             train_state (as "trainer"), the optimizer's groups and scalars,
-                           scaler, sampler, callbacks; the checkpointer's config, best
+                           scaler, sampler, callbacks, the lr scheduler (only with a
+                           schedule: lr_schedule other than constant); the checkpointer's config, best
                            checkpoint and metadata
 
 Nothing here knows what a trainer holds beyond its state dict's parts; the trainer's hooks
@@ -106,6 +107,8 @@ def encode(state: Mapping[str, Any], header: Mapping[str, Any]) -> dict[str, byt
         "callbacks": callbacks,
         **header,
     }
+    if state.get("scheduler") is not None:  # lr_schedule other than constant
+        document["scheduler"] = state["scheduler"]
     files = {
         "model.safetensors": save_tensors(_cpu(state["model"])),
         "optimizer.safetensors": save_tensors(optimizer_tensors),
@@ -132,7 +135,9 @@ def read_files(files: Mapping[str, bytes]) -> tuple[dict[str, Any], dict[str, di
 
 def decode(document: Mapping[str, Any], tensors: Mapping[str, dict[str, Tensor]]) -> dict[str, Any]:
     """The `Trainer.state_dict()` that `read_files` found (KeyError if a part is missing)."""
+    scheduler = {"scheduler": document["scheduler"]} if "scheduler" in document else {}
     return {
+        **scheduler,
         "model": tensors["model.safetensors"],
         "best_weights": tensors.get("best.safetensors"),
         "optimizer": _join_optimizer(tensors["optimizer.safetensors"], document["optimizer"]),

@@ -16,6 +16,8 @@ LossWeighting = Literal["none", "inverse_scale"]
 DEVICES: tuple[str, ...] = get_args(Device)
 PRECISIONS: tuple[str, ...] = get_args(Precision)
 LOSS_WEIGHTINGS: tuple[str, ...] = get_args(LossWeighting)
+LRSchedule = Literal["constant", "cosine", "onecycle"]
+LR_SCHEDULES: tuple[str, ...] = get_args(LRSchedule)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,6 +55,16 @@ class TrainingConfig:
             weights only if a day-block bootstrap of the paired per-window validation losses
             says it is better with this confidence (one-sided, in [0, 1); 0 = any improvement
             counts). Later epochs then compete as usual (training/selection.py).
+        lr_schedule: "constant" (lr throughout); "cosine": linear warm-up to lr, then a half
+            cosine down to min_lr at the last step; "onecycle": torch's OneCycleLR peaking
+            at lr after the warm-up (training/schedule.py). Stepped per optimizer step over
+            epochs x steps per epoch, planned when the run starts and kept on resume.
+        warmup_steps: optimizer steps of warm-up (>= 0) for cosine and onecycle; None =
+            warmup_fraction of the planned steps.
+        warmup_fraction: the warm-up's share of the planned steps when warmup_steps is None,
+            in [0, 1).
+        min_lr: the learning rate the cosine and onecycle schedules end at, in [0, lr);
+            0 with onecycle = lr / 25e4 (torch's default).
     """
 
     epochs: int = 5
@@ -73,6 +85,10 @@ class TrainingConfig:
     validate_initial: bool = True
     calibrate: bool = True
     initial_confidence: float = 0.95
+    lr_schedule: LRSchedule = "constant"
+    warmup_steps: int | None = None
+    warmup_fraction: float = 0.05
+    min_lr: float = 0.0
 
     def __post_init__(self) -> None:
         positive = ("epochs", "batch_size", "eval_batch_size", "max_nonfinite_steps")
@@ -103,10 +119,31 @@ class TrainingConfig:
         conf = self.initial_confidence
         if isinstance(conf, bool) or not isinstance(conf, int | float) or not 0.0 <= conf < 1.0:
             raise ConfigError(f"training.initial_confidence must be in [0, 1), got {conf!r}")
+        self._check_schedule()
         if self.precision not in PRECISIONS:
             raise ConfigError(
                 f"training.precision must be one of {PRECISIONS}, got {self.precision!r}"
             )
+
+    def _check_schedule(self) -> None:
+        if self.lr_schedule not in LR_SCHEDULES:
+            raise ConfigError(
+                f"training.lr_schedule must be one of {LR_SCHEDULES}, got {self.lr_schedule!r}"
+            )
+        steps = self.warmup_steps
+        if steps is not None and (
+            isinstance(steps, bool) or not isinstance(steps, int) or steps < 0
+        ):
+            raise ConfigError(f"training.warmup_steps must be >= 0 or None, got {steps!r}")
+        fraction = self.warmup_fraction
+        if (
+            isinstance(fraction, bool)
+            or not isinstance(fraction, int | float)
+            or not 0 <= fraction < 1
+        ):
+            raise ConfigError(f"training.warmup_fraction must be in [0, 1), got {fraction!r}")
+        if not 0 <= self.min_lr < self.lr:
+            raise ConfigError(f"training.min_lr must be in [0, lr={self.lr}), got {self.min_lr}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -6,6 +6,7 @@ import contextlib
 import logging
 import math
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
@@ -21,12 +22,13 @@ from foxhunt.data import make_loader
 from foxhunt.memory.oom import optimizer_step_oom
 from foxhunt.task import batch_loss, pinball_total
 from foxhunt.training import precision
-from foxhunt.training.callbacks import callback_states, load_callback_states, notify
+from foxhunt.training.callbacks import StepStats, callback_states, load_callback_states, notify
 from foxhunt.training.config import TrainingConfig, resolve_device
 from foxhunt.training.distributed import all_reduce_sum, rank_step_seed, wrap_ddp
 from foxhunt.training.finite import check_finite_validation, check_finite_weights
 from foxhunt.training.inference import predict_windows
 from foxhunt.training.sampler import EpochBatchSampler
+from foxhunt.training.schedule import build_scheduler, load_scheduler, planned_steps, step_scheduler
 from foxhunt.training.selection import InitialGate
 from foxhunt.training.train_state import TrainingDiverged, TrainState, rng_state, set_rng_state
 
@@ -91,6 +93,12 @@ class Trainer:
             rank=rank,
             world_size=world_size,
         )
+        #: None for lr_schedule="constant": such a run steps no scheduler, as before there were any
+        self.scheduler = build_scheduler(
+            self.optimizer, config, planned_steps(config, len(self.sampler))
+        )
+        self.last_step = StepStats()  # what callbacks read at on_step_end (callbacks.py)
+        self._grad_norm = math.nan
 
     # --- named steps -------------------------------------------------------------------
     def autocast(self) -> contextlib.AbstractContextManager[Any]:
@@ -112,6 +120,7 @@ class Trainer:
         batches being equal), and it is non-finite when any rank's is, so all skip together.
         """
         self.train_model.train()
+        self._grad_norm = math.nan
         batch = batch.to(self.device, non_blocking=True)
         self.optimizer.zero_grad(set_to_none=True)
         if self.world_size > 1:
@@ -129,16 +138,24 @@ class Trainer:
         return self._optimizer_step(value)
 
     def _optimizer_step(self, value: float) -> float:
-        if self.config.grad_clip > 0:
-            self.scaler.unscale_(self.optimizer)
-            nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
+        self._grad_norm = self._clip_gradients()
         with optimizer_step_oom():  # out of memory now: the weights may be partly updated
             self.scaler.step(self.optimizer)
         self.scaler.update()
         check_finite_weights(self.model, self.state.global_step)
+        step_scheduler(self.scheduler)
         self.state.nonfinite_in_a_row = 0
         self.state.global_step += 1
         return value
+
+    def _clip_gradients(self) -> float:
+        """Clip to grad_clip (if > 0); the global gradient norm before clipping, unscaled."""
+        if self.config.grad_clip > 0:
+            self.scaler.unscale_(self.optimizer)
+            return float(nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip))
+        grads = [p.grad for p in self.model.parameters() if p.grad is not None]
+        norm = float(nn.utils.get_total_norm(grads)) if grads else 0.0
+        return norm / self.scaler.get_scale() if self.scaler.is_enabled() else norm
 
     def _accumulated_step(self, batch: TFTBatch, micro: int) -> float:
         """Forward and backward micro-batch by micro-batch, each loss weighted by its share
@@ -263,7 +280,9 @@ class Trainer:
         for batch in loader:
             if state.batch_in_epoch >= limit:
                 break
+            lr, started = float(self.optimizer.param_groups[0]["lr"]), time.perf_counter()
             loss = self.train_step(batch)
+            self.last_step = StepStats(lr, self._grad_norm, time.perf_counter() - started)
             state.add_step_loss(loss)
             # the sampler's own state; the iteration in flight read its start when it began
             self.sampler.set_position(state.epoch, state.batch_in_epoch)
@@ -287,6 +306,7 @@ class Trainer:
     def state_dict(self) -> dict[str, Any]:
         """Everything a run needs to continue exactly, by part: tensors (live ones, not
         copies) and JSON-able values. `best_weights` is None before any validation."""
+        scheduler = {} if self.scheduler is None else {"scheduler": self.scheduler.state_dict()}
         return {
             "model": self.model.state_dict(),
             "best_weights": self.best_weights,
@@ -296,15 +316,19 @@ class Trainer:
             "sampler": self.sampler.state_dict(),
             "rng": rng_state(),
             "callbacks": callback_states(self.callbacks),
+            **scheduler,  # absent with the constant schedule, as in checkpoints before it
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """The inverse of `state_dict`, onto this trainer's device. `sampler` and `callbacks`
-        may be absent (checkpoints written before they had state): the sampler then starts
+        """The inverse of `state_dict`, onto this trainer's device. `scheduler` is there with
+        a schedule (the config check refuses to mix them). `sampler` and `callbacks` may be
+        absent (checkpoints written before they had state): the sampler then starts
         where `train_state` stands, the callbacks fresh."""
         to = self.device
         self.model.load_state_dict({k: v.to(to) for k, v in state["model"].items()})
         self.optimizer.load_state_dict(state["optimizer"])
+        if self.scheduler is not None:  # after the optimizer, whose groups hold the lr
+            load_scheduler(self.scheduler, state["scheduler"])
         self.scaler.load_state_dict(state["scaler"])
         self.state = TrainState(**state["train_state"])
         best = state.get("best_weights")
