@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import io
 import json
+import types
 import typing
 from pathlib import Path
 from typing import Any
@@ -56,7 +57,8 @@ def test_the_default_run_is_the_dataclasses_default_run() -> None:
 def other_value(arg: Arg) -> Any:
     """A value of the field's type that differs from its default."""
     hint, default = arg.hint, arg.default
-    options = [h for h in (hint, *typing.get_args(hint)) if h is not type(None)]
+    union = typing.get_origin(hint) in (types.UnionType, typing.Union)
+    options = [h for h in (typing.get_args(hint) if union else (hint,)) if h is not type(None)]
     for h in options:
         if typing.get_origin(h) is typing.Literal:
             return next(c for c in typing.get_args(h) if c != default)
@@ -147,6 +149,7 @@ SPELLINGS = [
     (["--no-report", "--output-dir", "d"], ["--options.report", "false", "--options.output_dir", "d"]),
     (["--csv-file", "b.csv"], ["--data.path", "b.csv"]),
     (["--parquet-file=b.csv"], ["--data-file", "b.csv"]),
+    (["--logger", "tensorboard", "--logger", "mlflow"], ["--tracking.loggers", "[tensorboard, mlflow]"]),
 ]  # fmt: skip
 
 
