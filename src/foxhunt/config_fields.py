@@ -21,7 +21,12 @@ def check_known_fields(cls: Any, data: Mapping[str, Any], what: str) -> None:
 #: was trained: a config.json or checkpoint without the field reads as this value, never as
 #: today's default (a run saved before the fast volatility signal had none).
 LEGACY_VALUES: dict[str, dict[str, Any]] = {
-    "data": {"fast_window": 0, "calendar": "none", "cross_breaks": False},
+    "data": {
+        "fast_window": 0,
+        "calendar": "none",
+        "cross_breaks": False,
+        "contract_column": None,  # contract columns were ignored
+    },
     "model": {"output": "direct", "learn_spread": False, "vol_signals": 0, "sort_quantiles": False},
     "training": {
         "validate_initial": False,

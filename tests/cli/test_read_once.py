@@ -62,7 +62,7 @@ def test_predict_and_evaluate_check_the_bars_once(
     command: str, bars: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from foxhunt.data import io as data_io
-    from foxhunt.data import preprocess
+    from foxhunt.data import preprocess, series
 
     run = tmp_path / "run"
     args = ["train", "--parquet-file", str(bars), *TINY_CLI, "--max-steps-per-epoch", "2"]
@@ -76,11 +76,12 @@ def test_predict_and_evaluate_check_the_bars_once(
 
         return wrapper
 
-    for module in (data_io, preprocess):
+    for module in (data_io, preprocess, series):  # series validates for the preprocessor
         if hasattr(module, "validate_bars"):
             monkeypatch.setattr(module, "validate_bars", counted("validate", module.validate_bars))
-        monkeypatch.setattr(
-            module, "normalize_timestamps", counted("normalize", module.normalize_timestamps)
-        )
+        if hasattr(module, "normalize_timestamps"):
+            monkeypatch.setattr(
+                module, "normalize_timestamps", counted("normalize", module.normalize_timestamps)
+            )
     assert main([command, str(run), "--parquet-file", str(bars)]) == 0
     assert calls == {"validate": 1, "normalize": 1}

@@ -81,9 +81,11 @@ def test_scale_is_the_baseline_formula(fitted: Preprocessor) -> None:
     returns = encoded.features.returns
     minutes = minute_of_day(encoded.times, fitted.timezone)
     assert fitted.profile is not None
-    window = returns[anchor - 19 : anchor + 1] / fitted.profile(minutes[anchor - 19 : anchor + 1])
+    past, ahead = slice(anchor - 19, anchor + 1), slice(anchor + 1, anchor + 5)
+    codes = encoded.symbol_codes  # each symbol's own curve
+    window = returns[past] / fitted.profile(minutes[past], codes[past])
     base = np.sqrt(np.mean(window**2)) / fitted.target_scale
-    want = base * fitted.profile(minutes[anchor + 1 : anchor + 5])
+    want = base * fitted.profile(minutes[ahead], codes[ahead])
     assert batch.scale is not None
     np.testing.assert_allclose(batch.scale[0].numpy(), want, rtol=1e-5)
 
@@ -148,7 +150,7 @@ def test_vol_signal_is_the_log_ratio_of_fast_to_base_volatility(tmp_path) -> Non
     encoded = preprocessor.encode(frame, min_rows=1)
     minutes = minute_of_day(encoded.times, preprocessor.timezone)
     assert preprocessor.profile is not None
-    adjusted = encoded.features.returns / preprocessor.profile(minutes)
+    adjusted = encoded.features.returns / preprocessor.profile(minutes, encoded.symbol_codes)
 
     def rms(n: int) -> float:
         return float(np.sqrt(np.mean(adjusted[anchor - n + 1 : anchor + 1] ** 2)))

@@ -21,8 +21,8 @@ from foxhunt.cli.train_config import (
     run_config,
     split_refused,
 )
+from foxhunt.data.sources import source_files
 from foxhunt.errors import UsageError
-from foxhunt.input_path import check_readable_file
 
 log = logging.getLogger("foxhunt.backtest")
 
@@ -85,7 +85,7 @@ def run(parsed: argparse.Namespace) -> int:
     if cfg.options.output_dir is None:
         raise UsageError("backtest: --output-dir DIR is required (the backtest folder)")
     if cfg.data.path is not None:
-        check_readable_file(cfg.data.path)
+        source_files(cfg.data.path)  # a file, or a folder or glob holding some
     config = run_config(cfg)
     bt = BacktestConfig(**cfg.backtest.as_dict(), costs=CostModel(**cfg.costs.as_dict()))
     output_dir = Path(cfg.options.output_dir)

@@ -8,13 +8,19 @@ from pathlib import Path
 from typing import Any
 
 from foxhunt.data.calendar import AUTO, check_calendar_name, resolve_calendar
+from foxhunt.data.contracts import find_contract_column
 from foxhunt.data.inspect import inspect_bars
-from foxhunt.data.io import read_bars
+from foxhunt.data.sources import read_source
+from foxhunt.data.validate import validate_bars
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("inspect", help="summarize a bars file: sessions, gaps, windows")
-    p.add_argument("file", type=Path, help="OHLCV bars (.parquet or .csv)")
+    p.add_argument(
+        "file",
+        type=Path,
+        help="OHLCV bars: a .parquet or .csv file, or a folder or glob of Parquet",
+    )
     p.add_argument("--timezone", default=None, help="timezone of naive timestamps")
     p.add_argument("--timestamp-column", default=None, help="name of the time column")
     p.add_argument(
@@ -22,6 +28,11 @@ def register(sub: Any) -> None:
         default=AUTO,
         help='exchange calendar: "auto" (from the symbols), "none", or a pandas_market_calendars '
         "name (docs/calendars.md)",
+    )
+    p.add_argument(
+        "--contract-column",
+        default="auto",
+        help='column naming each bar\'s contract: "auto" (contract or expiry), a name, or "none"',
     )
     p.add_argument("--lookback", type=int, default=64, help="bars of history per window")
     p.add_argument("--horizon", type=int, default=8, help="bars to forecast")
@@ -31,9 +42,19 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_calendar_name(args.calendar, "--calendar")
-    frame = read_bars(args.file, timezone=args.timezone, timestamp_column=args.timestamp_column)
-    calendar = resolve_calendar(args.calendar, frame["symbol"].unique(), str(args.file))
-    report = inspect_bars(frame, calendar=calendar, lookback=args.lookback, horizon=args.horizon)
+    source = str(args.file)
+    raw = read_source(args.file, timezone=args.timezone, timestamp_column=args.timestamp_column)
+    wanted = None if str(args.contract_column).lower() == "none" else args.contract_column
+    column = find_contract_column(raw, wanted, source)
+    frame = validate_bars(raw, source=source, min_rows=1, contract_column=column)
+    calendar = resolve_calendar(args.calendar, frame["symbol"].unique(), source)
+    report = inspect_bars(
+        frame,
+        calendar=calendar,
+        lookback=args.lookback,
+        horizon=args.horizon,
+        contract_column=column,
+    )
     print(json.dumps(report, indent=2) if args.json else render(report))
     return 0
 

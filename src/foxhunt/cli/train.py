@@ -12,8 +12,8 @@ from typing import Any
 
 from foxhunt.cli.resolve import dump, resolve
 from foxhunt.cli.train_config import qat_config, run_config, tracking_config, train_command
+from foxhunt.data.sources import source_files
 from foxhunt.errors import ConfigError
-from foxhunt.input_path import check_readable_file
 from foxhunt.jobs.train import JobOptions, train
 from foxhunt.memory.oom import parse_budget
 from foxhunt.report import write_report
@@ -84,7 +84,7 @@ def run(parsed: argparse.Namespace) -> int:
     check_installed(tracking.active, tracking.tracking_uri)
     budget = parse_budget(args.memory_budget) if args.memory_budget is not None else None
     if data_file is not None:  # before any folder is locked, created or replaced
-        check_readable_file(data_file)
+        source_files(data_file)  # a file, or a folder or glob holding some
     storage = args.checkpoint_storage
     if storage is not None and ("://" not in storage or storage.startswith("file://")):
         check_output_path(Path(storage.removeprefix("file://")), "--checkpoint-storage")

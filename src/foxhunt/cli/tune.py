@@ -21,6 +21,7 @@ from foxhunt.cli.train_config import (
     run_config,
     split_refused,
 )
+from foxhunt.data.sources import source_files
 from foxhunt.errors import FoxhuntError, UsageError
 from foxhunt.input_path import check_readable_file
 from foxhunt.runs import check_output_path
@@ -116,7 +117,7 @@ def run(parsed: argparse.Namespace) -> int:
 
     check_readable_file(args.space)
     if cfg.data.path is not None:
-        check_readable_file(cfg.data.path)
+        source_files(cfg.data.path)  # a file, or a folder or glob holding some
     check_output_path(args.output_dir)
     base = run_config(cfg)
     tune = TuneConfig(

@@ -19,7 +19,15 @@ TIMESTAMP_CANDIDATES = ("timestamp", "datetime", "date", "time", "ts")
 #: Timezone given to naive timestamps when `timezone` is None: futures bars are exchange time.
 DEFAULT_TIMEZONE = "America/New_York"
 
-_TUPLE_FIELDS = ("observed_columns", "known_columns", "volatility_windows", "synthetic_symbols")
+_TUPLE_FIELDS = (
+    "observed_columns",
+    "known_columns",
+    "volatility_windows",
+    "synthetic_symbols",
+    "symbols",
+)
+#: Back-adjustments of a continuous series across contract rolls (data/contracts.py).
+ROLL_METHODS = ("ratio", "difference")
 _RESERVED_COLUMNS = ("timestamp", "symbol")
 
 
@@ -46,13 +54,47 @@ def parse_max_gap(value: str | None) -> pd.Timedelta | str | None:
     return gap
 
 
+def parse_bound(value: str | None, timezone: str | None, name: str) -> pd.Timestamp | None:
+    """A tz-aware time bound: naive text is read in `timezone` (default America/New_York)."""
+    if value is None:
+        return None
+    stamp = None
+    if isinstance(value, str):
+        try:
+            stamp = pd.Timestamp(value)
+        except (ValueError, TypeError):
+            stamp = None
+    if stamp is None or pd.isna(stamp):
+        raise _fail(name, value, "use a time such as '2026-03-02 18:00' (or with a UTC offset)")
+    if stamp.tzinfo is None:
+        try:
+            stamp = stamp.tz_localize(timezone or DEFAULT_TIMEZONE)
+        except (ValueError, zoneinfo.ZoneInfoNotFoundError) as exc:
+            raise _fail(name, value, f"{exc}; give the time with a UTC offset") from None
+    return stamp
+
+
 @dataclass(frozen=True, kw_only=True)
 class DataConfig:
     """Where the bars come from, how windows are cut and how time is split.
 
     Attributes:
-        path: a .parquet/.pq or .csv/.csv.gz file of OHLCV bars; None = built-in synthetic
-            ES-like bars (see `synthetic_*`).
+        path: a .parquet/.pq or .csv/.csv.gz file of OHLCV bars, a folder of Parquet files
+            (read recursively as one dataset) or a glob of them ("bars/2026-*.parquet"); None
+            = built-in synthetic ES-like bars (see `synthetic_*`).
+        start: first bar time kept (inclusive), e.g. "2026-03-02 18:00"; naive text is read
+            in `timezone` (default America/New_York). Pushed down to the Parquet reader.
+            None = from the first bar.
+        end: first bar time dropped (exclusive), as `start`; None = to the last bar.
+        symbols: instruments kept (exact names of the symbol column), pushed down to the
+            Parquet reader; empty = all.
+        contract_column: column naming each bar's futures contract ("ESM6") or expiry;
+            "auto" = a column called contract or expiry if the file has one; None = ignore
+            contracts. Each contract is its own segment: no window and no target return
+            crosses a roll (docs/data.md).
+        roll_adjust: None = contracts as separate segments; "ratio" or "difference" = one
+            back-adjusted continuous series per symbol instead, rolling to the next contract
+            on the first day its volume exceeds the current one's (docs/data.md).
         timezone: IANA name. Naive timestamps are localized to it (default America/New_York,
             exchange time); tz-aware ones are converted to it (default: kept as they are).
             Calendar features (minute of day, day of week) are computed in this timezone.
@@ -98,6 +140,11 @@ class DataConfig:
     """
 
     path: Path | None = None
+    start: str | None = None
+    end: str | None = None
+    symbols: tuple[str, ...] = ()
+    contract_column: str | None = "auto"
+    roll_adjust: str | None = None
     timezone: str | None = None
     timestamp_column: str | None = None
     symbol_column: str = "symbol"
@@ -140,6 +187,14 @@ class DataConfig:
         if not _is_int(self.synthetic_seed):
             raise _fail("synthetic_seed", self.synthetic_seed, "must be an integer")
         parse_max_gap(self.max_gap)
+        start = parse_bound(self.start, self.timezone, "start")
+        end = parse_bound(self.end, self.timezone, "end")
+        if start is not None and end is not None and start >= end:
+            raise _fail("end", self.end, f"must be after start = {self.start!r}")
+        if self.roll_adjust is not None and self.roll_adjust not in ROLL_METHODS:
+            raise _fail("roll_adjust", self.roll_adjust, f"use one of {ROLL_METHODS} or None")
+        if self.roll_adjust is not None and self.contract_column is None:
+            raise _fail("roll_adjust", self.roll_adjust, "needs a contract_column")
         check_calendar_name(self.calendar)
         if not isinstance(self.cross_breaks, bool):
             raise _fail("cross_breaks", self.cross_breaks, "must be true or false")
@@ -175,17 +230,19 @@ class DataConfig:
                 raise _fail(
                     "timezone", self.timezone, "not an IANA timezone; use e.g. America/New_York"
                 ) from None
-        for name in ("timestamp_column", "symbol_column"):
+        for name in ("timestamp_column", "symbol_column", "contract_column"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 raise _fail(name, value, "must be a non-empty column name")
-        for name in ("observed_columns", "known_columns", "synthetic_symbols"):
+        for name in ("observed_columns", "known_columns", "synthetic_symbols", "symbols"):
             values = getattr(self, name)
             if any(not isinstance(v, str) or not v.strip() for v in values):
                 raise _fail(name, values, "every entry must be a non-empty string")
             if len(set(values)) != len(values):
                 raise _fail(name, values, "entries must be distinct")
-            if name != "synthetic_symbols" and set(values) & set(_RESERVED_COLUMNS):
+            if name in ("observed_columns", "known_columns") and set(values) & set(
+                _RESERVED_COLUMNS
+            ):
                 raise _fail(name, values, f"{_RESERVED_COLUMNS} cannot be model inputs")
         both = sorted(set(self.observed_columns) & set(self.known_columns))
         if both:

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from foxhunt.batch import TFTBatch
+from foxhunt.data.contracts import contract_series_starts
 from foxhunt.data.features import Features, FeatureSpec, compute_features
 
 
@@ -26,7 +27,12 @@ class FeatureSchema:
 
 @dataclass(frozen=True)
 class EncodedFrame:
-    """A validated frame (sorted by symbol, time) with its unscaled features."""
+    """A validated frame (sorted by symbol, [contract,] time) with its unscaled features.
+
+    `symbol_codes` feed the model's symbol embedding; `series_codes` bound everything that
+    must not reach across series (returns, rolling features, volatility, windows, gaps): the
+    same as the symbol codes, or one series per contract with a contract column.
+    """
 
     frame: pd.DataFrame
     times: pd.DatetimeIndex
@@ -34,15 +40,23 @@ class EncodedFrame:
     symbol_codes: np.ndarray  # [N] int64, non-decreasing
     features: Features
     finite: np.ndarray  # [N] bool
+    series_codes: np.ndarray  # [N] int64, non-decreasing
 
     @classmethod
     def build(
-        cls, frame: pd.DataFrame, spec: FeatureSpec, *, timezone: str, codes: np.ndarray
+        cls,
+        frame: pd.DataFrame,
+        spec: FeatureSpec,
+        *,
+        timezone: str,
+        codes: np.ndarray,
+        contract_column: str | None = None,
     ) -> EncodedFrame:
         times = pd.DatetimeIndex(frame["timestamp"])
-        features = compute_features(frame, spec, timezone=timezone, symbol_codes=codes)
+        series = np.cumsum(contract_series_starts(codes, frame, contract_column)) - 1
+        features = compute_features(frame, spec, timezone=timezone, symbol_codes=series)
         times_ns = times.as_unit("ns").asi8
-        return cls(frame, times, times_ns, codes, features, features.finite_rows)
+        return cls(frame, times, times_ns, codes, features, features.finite_rows, series)
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """`inspect_bars`: the data summary a researcher reads before training (`foxhunt inspect`).
 
-Plain JSON values only. Contract rolls and suspect jumps (issue 18's other half) are not
-summarized here yet: their detection lives with the multi-file reader; add their sections
-next to "gaps" when those functions exist.
+Plain JSON values only. With a contract column: the contracts of each symbol and the rolls
+a back-adjusted series would make (data/contracts.py), every contract its own series for the
+gaps and windows; without one: the suspect jumps at session boundaries (data/jumps.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ import numpy as np
 import pandas as pd
 
 from foxhunt.data.calendar import Sessions, gap_clock, sessions_for
+from foxhunt.data.contracts import contract_rolls
 from foxhunt.data.gaps import KINDS, find_gaps
+from foxhunt.data.jumps import suspect_jumps
 from foxhunt.data.pipeline import resolve_max_gap
 from foxhunt.data.windows import index_windows, median_spacing_ns
 
@@ -23,14 +25,22 @@ _EXAMPLES = 10  # gaps and off-calendar bars listed by time
 
 
 def inspect_bars(
-    frame: pd.DataFrame, *, calendar: str | None, lookback: int, horizon: int
+    frame: pd.DataFrame,
+    *,
+    calendar: str | None,
+    lookback: int,
+    horizon: int,
+    contract_column: str | None = None,
 ) -> dict[str, Any]:
-    """Summary of validated bars (sorted by symbol, time) under `calendar` (None: no calendar)."""
+    """Summary of validated bars (sorted by symbol, time; by symbol, contract, time with a
+    contract column) under `calendar` (None: no calendar)."""
     times = pd.DatetimeIndex(frame["timestamp"])
     tz = str(times.tz)
     times_ns = times.as_unit("ns").asi8
-    symbols = frame["symbol"].to_numpy()
-    codes = pd.factorize(symbols)[0].astype(np.int64)
+    series = frame["symbol"].astype(str)
+    if contract_column is not None:  # each contract its own series, as training splits them
+        series = series + "\x00" + frame[contract_column].astype(str)
+    codes = pd.factorize(series.to_numpy())[0].astype(np.int64)
     spacing = median_spacing_ns(codes, times_ns)
     sessions = sessions_for(calendar, times_ns) if calendar is not None else None
     report: dict[str, Any] = {
@@ -46,9 +56,50 @@ def inspect_bars(
     if sessions is not None:
         report["sessions"] = _sessions(sessions, times_ns, tz)
     report["gaps"] = _gaps(times_ns, codes, spacing, sessions, tz)
+    if contract_column is not None:
+        report["contracts"] = _contracts(frame, contract_column)
+    else:
+        report["suspect_jumps"] = [
+            {
+                "symbol": j.symbol,
+                "timestamp": str(j.timestamp),
+                "after": str(j.previous),
+                "return_bp": round(j.log_return * 1e4, 2),
+                "robust_sigmas": round(j.sigmas, 1),
+            }
+            for j in suspect_jumps(frame)
+        ]
     report["zero_volume_bars"] = _zero_volume(frame, codes, times_ns, spacing)
     report["windows"] = _windows(codes, times_ns, spacing, calendar, lookback, horizon)
     return report
+
+
+def _contracts(frame: pd.DataFrame, column: str) -> dict[str, Any]:
+    """Each symbol's contracts (first and last bar) and the volume-crossover rolls between them."""
+    spans = frame.groupby(["symbol", column], sort=False)["timestamp"].agg(["min", "max", "size"])
+    listed: dict[str, list[dict[str, Any]]] = {}
+    for key, row in spans.sort_values("min").iterrows():
+        pair: tuple[Any, Any] = key  # type: ignore[assignment]  # (symbol, contract)
+        listed.setdefault(str(pair[0]), []).append(
+            {
+                "contract": str(pair[1]),
+                "first": str(row["min"]),
+                "last": str(row["max"]),
+                "bars": int(row["size"]),
+            }
+        )
+    rolls = [
+        {
+            "symbol": r.symbol,
+            "timestamp": str(r.timestamp),
+            "from": r.old,
+            "to": r.new,
+            "gap_points": round(r.gap, 6),
+            "ratio": round(r.ratio, 8),
+        }
+        for r in contract_rolls(frame, column)
+    ]
+    return {"column": column, "by_symbol": listed, "rolls": rolls}
 
 
 def _stamp(ns: np.ndarray | int, tz: str) -> Any:

@@ -12,12 +12,13 @@ from foxhunt.data.calendar import NONE, gap_clock, resolve_calendar
 from foxhunt.data.config import DataConfig, parse_max_gap
 from foxhunt.data.dataset import WindowDataset
 from foxhunt.data.features import FeatureSpec
-from foxhunt.data.io import normalize_timestamps, read_normalized, timezone_name
+from foxhunt.data.io import normalize_timestamps, timezone_name
 from foxhunt.data.preprocess import EncodedFrame, FeatureSchema, Preprocessor
 from foxhunt.data.scaling import CategoryEncoder, StandardScaler, TargetScaler
+from foxhunt.data.series import validated_series
+from foxhunt.data.sources import apply_filter, read_source, row_filter
 from foxhunt.data.synthetic import generate_bars
 from foxhunt.data.timesplit import time_split_codes
-from foxhunt.data.validate import validate_bars
 from foxhunt.data.volatility import IntradayProfile, minute_of_day
 from foxhunt.data.windows import (
     SPLITS,
@@ -65,12 +66,14 @@ class PreparedData:
 def load_frame(config: DataConfig) -> pd.DataFrame:
     """The configured bars file (normalized, not yet validated), or the built-in synthetic bars
     when `config.path` is None."""
+    bounds = row_filter(config.start, config.end, config.symbols, config.timezone)
     if config.path is not None:  # validated by the caller, with its row minimum and columns
-        return read_normalized(
+        return read_source(
             config.path,
             timezone=config.timezone,
             timestamp_column=config.timestamp_column,
             symbol_column=config.symbol_column,
+            bounds=bounds,
         )
     frame = generate_bars(
         days=config.synthetic_days, seed=config.synthetic_seed, symbols=config.synthetic_symbols
@@ -79,6 +82,7 @@ def load_frame(config: DataConfig) -> pd.DataFrame:
     frame["timestamp"] = normalize_timestamps(
         frame["timestamp"], timezone=config.timezone, column="timestamp", source=source
     )
+    frame = apply_filter(frame, bounds)
     frame.attrs["source"] = source
     return frame
 
@@ -109,18 +113,25 @@ def fit_preprocessor(
     names = (*spec.observed_names, *spec.known_names)
     # training returns, less those spanning a gap over max_gap: never a target, and a
     # return over the nightly break or a weekend is not one bar's worth of volatility
-    gaps = gap_flags(encoded.symbol_codes, clock_ns, max_gap_ns)
+    gaps = gap_flags(encoded.series_codes, clock_ns, max_gap_ns)
     returns = np.where(gaps, np.nan, encoded.features.returns)[splits == 0]
-    profile = IntradayProfile.fit(
+    profile = IntradayProfile.fit_per_symbol(  # each instrument's own session shape
         returns,
         minute_of_day(encoded.times[splits == 0], timezone),
+        encoded.symbol_codes[splits == 0],
+        symbols=symbols.cardinality,
         bucket_minutes=round(bar_spacing_ns / 60e9),
     )
     return Preprocessor(
         spec=spec,
         lookback=config.lookback,
         horizon=config.horizon,
-        scaler=StandardScaler.fit(names, encoded.features.inputs[train]),
+        scaler=StandardScaler.fit(
+            names,
+            encoded.features.inputs[train],
+            encoded.symbol_codes[train],
+            symbols.cardinality,
+        ),
         target_scaler=TargetScaler.fit(encoded.features.returns[train]),
         max_gap_ns=max_gap_ns,
         bar_spacing_ns=bar_spacing_ns,
@@ -129,6 +140,8 @@ def fit_preprocessor(
         profile=profile,
         baseline_window=config.baseline_window,
         fast_window=config.fast_window,
+        contract_column=config.contract_column,
+        roll_adjust=config.roll_adjust,
         cross_breaks=config.cross_breaks,
     )
 
@@ -164,6 +177,7 @@ def check_compatible(preprocessor: Preprocessor, config: DataConfig, spec: Featu
         "known_columns": (spec.known_columns, preprocessor.spec.known_columns),
         "cross_breaks": (config.cross_breaks, preprocessor.cross_breaks),
         "max_gap": (wanted_gap, saved_gap),
+        "roll_adjust": (config.roll_adjust, preprocessor.roll_adjust),
     }
     if config.calendar != "auto":  # "auto" takes the saved run's calendar
         pairs["calendar"] = (
@@ -195,15 +209,22 @@ def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None
         timezone, encoder = preprocessor.timezone, preprocessor.symbols
         max_gap_ns, spacing = preprocessor.max_gap_ns, preprocessor.bar_spacing_ns
     else:
-        frame = validate_bars(
-            frame, source=source, min_rows=min_rows, extra_columns=spec.user_columns
+        frame, contracts = validated_series(
+            frame,
+            source=source,
+            min_rows=min_rows,
+            extra_columns=spec.user_columns,
+            contract_column=config.contract_column,
+            roll_adjust=config.roll_adjust,
         )
         timezone = timezone_name(frame["timestamp"].dt.tz)
         spec = replace(spec, calendar=_calendar(config, frame, source))
         encoder = CategoryEncoder.fit("symbol", frame["symbol"].unique())
         codes = encoder.encode(frame["symbol"].to_numpy(), source=source)
-        encoded = EncodedFrame.build(frame, spec, timezone=timezone, codes=codes)
-        spacing = median_spacing_ns(codes, encoded.times_ns)
+        encoded = EncodedFrame.build(
+            frame, spec, timezone=timezone, codes=codes, contract_column=contracts
+        )
+        spacing = median_spacing_ns(encoded.series_codes, encoded.times_ns)
         max_gap_ns = resolve_max_gap(config.max_gap, spacing)
     if config.split is None:
         cuts = split_cuts(encoded.times_ns, config.val_fraction, config.test_fraction)
@@ -214,7 +235,7 @@ def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None
         splits = time_split_codes(encoded.times_ns, config.split)
     clock_ns = gap_clock(encoded.times_ns, spec.calendar, config.cross_breaks)
     index = index_windows(
-        encoded.symbol_codes,
+        encoded.series_codes,
         splits,
         clock_ns,
         encoded.finite,

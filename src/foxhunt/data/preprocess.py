@@ -26,7 +26,7 @@ from foxhunt.data.features import TARGET_NAME, FeatureSpec, known_calendar, seri
 from foxhunt.data.future import forecast_times, future_known_values
 from foxhunt.data.io import normalize_timestamps
 from foxhunt.data.scaling import CategoryEncoder, StandardScaler, TargetScaler
-from foxhunt.data.validate import validate_bars
+from foxhunt.data.series import validated_series
 from foxhunt.data.volatility import BaselineRows, IntradayProfile, baseline_rows, minute_of_day
 from foxhunt.data.windows import gap_flags, index_windows
 from foxhunt.errors import DataError
@@ -58,6 +58,8 @@ class Preprocessor:
     profile: IntradayProfile | None = None  # None: a version-1 run, no baseline scale
     baseline_window: int = 64  # bars of the rolling base volatility
     fast_window: int = 0  # bars of the fast volatility behind TFTBatch.vol_signal; 0 = none
+    contract_column: str | None = None  # DataConfig's setting ("auto", a name, None)
+    roll_adjust: str | None = None  # None: contracts as segments; "ratio" / "difference"
     cross_breaks: bool = False  # gaps measured in trading time of spec.calendar (data/calendar)
 
     @property
@@ -92,8 +94,13 @@ class Preprocessor:
     def encode(self, frame: pd.DataFrame, *, min_rows: int) -> EncodedFrame:
         """Validate `frame`, move it to the training timezone and compute its features."""
         source = str(frame.attrs.get("source", "the bars frame"))
-        valid = validate_bars(
-            frame, source=source, min_rows=min_rows, extra_columns=self.spec.user_columns
+        valid, contracts = validated_series(
+            frame,
+            source=source,
+            min_rows=min_rows,
+            extra_columns=self.spec.user_columns,
+            contract_column=self.contract_column,
+            roll_adjust=self.roll_adjust,
         )
         times = valid["timestamp"]
         # read_normalized already parsed them into this timezone: parse and check only once
@@ -102,7 +109,9 @@ class Preprocessor:
                 times, timezone=self.timezone, column="timestamp", source=source
             )
         codes = self.symbols.encode(valid["symbol"].to_numpy(), source=source)
-        return EncodedFrame.build(valid, self.spec, timezone=self.timezone, codes=codes)
+        return EncodedFrame.build(
+            valid, self.spec, timezone=self.timezone, codes=codes, contract_column=contracts
+        )
 
     def baseline(self, encoded: EncodedFrame) -> BaselineRows | None:
         """Per-row base volatility and profile (scaled units); None without a profile."""
@@ -111,12 +120,13 @@ class Preprocessor:
         return baseline_rows(
             encoded.features.returns,
             minute_of_day(encoded.times, self.timezone),
-            series_starts(encoded.symbol_codes),
+            series_starts(encoded.series_codes),
             profile=self.profile,
             window=self.baseline_window,
             target_scale=self.target_scale,
-            gaps=gap_flags(encoded.symbol_codes, self.gap_times(encoded), self.max_gap_ns),
+            gaps=gap_flags(encoded.series_codes, self.gap_times(encoded), self.max_gap_ns),
             fast_window=self.fast_window,
+            codes=encoded.symbol_codes,
         )
 
     @staticmethod
@@ -137,7 +147,8 @@ class Preprocessor:
     ) -> dict[str, WindowDataset]:
         """One dataset per entry of `anchors` (from `ready_anchors`), all sharing one set of
         storage tensors; `baseline` is `self.baseline(encoded)`, computed once by the caller."""
-        values = torch.from_numpy(self.scaler.transform(encoded.features.inputs))
+        scaled = self.scaler.transform(encoded.features.inputs, codes=encoded.symbol_codes)
+        values = torch.from_numpy(scaled)  # each symbol by its own statistics
         targets = torch.from_numpy(self.target_scaler.transform(encoded.features.returns))
         codes = torch.from_numpy(encoded.symbol_codes.astype(np.int64))
         volatility = profile = signal = None
@@ -170,7 +181,7 @@ class Preprocessor:
         """Every valid window of new bars (for `evaluate`), with targets, scaled as in training."""
         encoded = self.encode(frame, min_rows=self.lookback + self.horizon)
         index = index_windows(
-            encoded.symbol_codes,
+            encoded.series_codes,
             np.zeros(len(encoded.times_ns), dtype=np.int8),
             self.gap_times(encoded),
             encoded.finite,
@@ -202,17 +213,21 @@ class Preprocessor:
         baseline = self.baseline(encoded)
         self._check_latest(encoded, rows, baseline)
         future_inputs, future_times = self._future_known(encoded, ends, future)
+        past = self.scaler.transform(
+            encoded.features.inputs[rows], codes=encoded.symbol_codes[rows]
+        )
         scale = signal = None
         if baseline is not None and baseline.signal is not None:
             signal = torch.from_numpy(baseline.signal[ends][:, None].astype(np.float32))
         if baseline is not None and self.profile is not None:  # next H bars' profile
             minutes = minute_of_day(pd.DatetimeIndex(np.concatenate(future_times)), self.timezone)
-            future_profile = self.profile(minutes).reshape(len(ends), self.horizon)
+            codes = np.repeat(encoded.symbol_codes[ends], self.horizon)  # [B*H], symbol-major
+            future_profile = self.profile(minutes, codes).reshape(len(ends), self.horizon)
             scale = baseline.volatility[ends][:, None] * future_profile  # [B, H]
             scale = torch.from_numpy(scale.astype(np.float32))
         batch = TFTBatch(
             static=torch.zeros(len(ends), 0),
-            past=torch.from_numpy(self.scaler.transform(encoded.features.inputs[rows])),
+            past=torch.from_numpy(past),
             future=torch.from_numpy(future_inputs),
             static_categorical=torch.from_numpy(encoded.symbol_codes[ends][:, None].copy()),
             anchor=torch.from_numpy(ends.astype(np.int64)),
@@ -227,12 +242,12 @@ class Preprocessor:
     ) -> None:
         """Each symbol's last L rows are its own and complete; warn if a gap lies inside."""
         source = encoded.frame.attrs.get("source")
-        codes = encoded.symbol_codes
+        codes = encoded.series_codes  # the last rows of the symbol's latest contract
         complete = (codes[rows] == codes[rows[:, -1:]]).all(1) & encoded.finite[rows].all(1)
         if baseline is not None:
             complete &= baseline.ready[rows[:, -1]]
         for b in np.flatnonzero(~complete):
-            name = self.symbols.categories[codes[rows[b, -1]]]
+            name = self.symbols.categories[encoded.symbol_codes[rows[b, -1]]]
             raise DataError(
                 f"{source}: symbol {name!r} has {int((codes == codes[rows[b, -1]]).sum())} bars; "
                 f"a forecast needs its last {self.lookback} with complete features, i.e. about "
@@ -261,7 +276,10 @@ class Preprocessor:
             future_known_values(future, self.spec.known_columns, symbols, times_ns),
         ]
         future_inputs = np.concatenate(known, axis=1).reshape(len(ends), self.horizon, -1)
-        scaled = self.scaler.transform(future_inputs, slice(encoded.features.num_observed, None))
+        codes = np.repeat(encoded.symbol_codes[ends][:, None], self.horizon, axis=1)  # [B, H]
+        scaled = self.scaler.transform(
+            future_inputs, slice(encoded.features.num_observed, None), codes=codes
+        )
         h = self.horizon
         return scaled, tuple(times[b * h : (b + 1) * h] for b in range(len(ends)))
 
@@ -285,6 +303,8 @@ class Preprocessor:
             "profile": None if self.profile is None else self.profile.state_dict(),
             "baseline_window": self.baseline_window,
             "fast_window": self.fast_window,
+            "contract_column": self.contract_column,
+            "roll_adjust": self.roll_adjust,
             "cross_breaks": self.cross_breaks,
         }
 
@@ -308,6 +328,8 @@ class Preprocessor:
             profile=None if profile is None else IntradayProfile.from_state_dict(profile),
             baseline_window=int(state.get("baseline_window", 64)),
             fast_window=int(state.get("fast_window", 0)),  # absent before it existed: none
+            contract_column=state.get("contract_column"),  # absent: contracts were ignored
+            roll_adjust=state.get("roll_adjust"),
             cross_breaks=bool(state.get("cross_breaks", False)),  # absent before calendars
         )
 

@@ -17,11 +17,17 @@ STD_FLOOR = 1e-12
 
 @dataclass(frozen=True, eq=False)
 class StandardScaler:
-    """Per-column (x - mean) / std with float64 statistics."""
+    """Per-column (x - mean) / std with float64 statistics, one set per symbol.
+
+    Instruments differ in price level, tick, volatility and volume (ZN moves a fifth of CL),
+    so each symbol's inputs are standardized with its own training statistics: mean and std
+    are [S, P], row s for symbol code s. With one symbol they are [P], the form of runs saved
+    before per-symbol sets (whose one set serves every symbol, as it did).
+    """
 
     names: tuple[str, ...]
-    mean: np.ndarray  # [P] float64
-    std: np.ndarray  # [P] float64, >= STD_FLOOR
+    mean: np.ndarray  # [S, P] float64, or [P]: one set shared by every symbol
+    std: np.ndarray  # as mean, >= STD_FLOOR
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, StandardScaler):
@@ -32,19 +38,53 @@ class StandardScaler:
     __hash__ = None  # type: ignore[assignment]
 
     @classmethod
-    def fit(cls, names: Sequence[str], values: np.ndarray) -> StandardScaler:
-        """Statistics of `values` [rows, P], which must be the finite training rows."""
+    def fit(
+        cls,
+        names: Sequence[str],
+        values: np.ndarray,
+        codes: np.ndarray | None = None,
+        groups: int = 1,
+    ) -> StandardScaler:
+        """Statistics of `values` [rows, P], which must be the finite training rows, per
+        symbol code `codes` [rows] in 0 .. groups-1 (None: all one symbol). A symbol without
+        training rows (it trades only later) gets the statistics of all symbols together."""
         if len(values) == 0:
             raise DataError("no finite training rows to fit the input scaler on; add more bars")
-        mean = values.mean(axis=0, dtype=np.float64)
-        std = values.std(axis=0, dtype=np.float64)
+        codes = np.zeros(len(values), dtype=np.int64) if codes is None else codes
+        mean = np.empty((groups, values.shape[1]))
+        std = np.empty_like(mean)
+        for g in range(groups):
+            mine = values[codes == g] if groups > 1 else values
+            if len(mine) == 0:
+                mine = values
+            mean[g] = mine.mean(axis=0, dtype=np.float64)
+            std[g] = mine.std(axis=0, dtype=np.float64)
         std = np.where(std > STD_FLOOR, std, 1.0)
+        if groups == 1:  # one symbol: one [P] set, as runs saved before per-symbol sets hold
+            return cls(tuple(names), mean[0], std[0])
         return cls(tuple(names), mean, std)
 
-    def transform(self, values: np.ndarray, columns: slice = slice(None)) -> np.ndarray:
-        """Scaled float32 copy of `values` [..., len(columns)]."""
-        out = (values - self.mean[columns]) / self.std[columns]
-        return out.astype(np.float32)
+    def transform(
+        self, values: np.ndarray, columns: slice = slice(None), codes: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Scaled float32 copy of `values` [..., len(columns)]; `codes` [...] is the symbol
+        code of each row (needed unless one set of statistics serves every symbol)."""
+        mean, std = self.mean[..., columns], self.std[..., columns]
+        if mean.ndim == 1:
+            return ((values - mean) / std).astype(np.float32)
+        if codes is None:
+            if len(mean) > 1:
+                raise ValueError("a per-symbol scaler needs the rows' symbol codes")
+            codes = np.zeros(values.shape[:-1], dtype=np.int64)
+        if codes.ndim == 1 and values.ndim == 2 and (np.diff(codes) >= 0).all():
+            # rows sorted by symbol (a whole frame): one block per symbol, no [N, P] gathers
+            out = np.empty(values.shape, dtype=np.float32)
+            bounds = np.searchsorted(codes, np.arange(len(mean) + 1))
+            for g in range(len(mean)):
+                lo, hi = bounds[g], bounds[g + 1]
+                out[lo:hi] = (values[lo:hi] - mean[g]) / std[g]
+            return out
+        return ((values - mean[codes]) / std[codes]).astype(np.float32)
 
     def state_dict(self) -> dict[str, Any]:
         return {"names": list(self.names), "mean": self.mean.tolist(), "std": self.std.tolist()}

@@ -64,7 +64,7 @@ def garch_variance(z: np.ndarray, *, alpha: float, beta: float) -> np.ndarray:
     return np.asarray(values)
 
 
-def _one_symbol(
+def one_symbol(
     rng: np.random.Generator,
     *,
     days: int,
@@ -72,9 +72,14 @@ def _one_symbol(
     minute: np.ndarray,
     bar_minutes: int,
     price: float,
+    reopen_gap: float = 2.0,
+    tick: float = TICK,
+    daily_vol: float = DAILY_VOL,
+    session_minutes: int = SESSION_MINUTES,
+    volume_per_minute: float = 1500.0,
 ) -> dict[str, np.ndarray]:
     n = days * per_session
-    sigma_bar = DAILY_VOL * np.sqrt(bar_minutes / SESSION_MINUTES)
+    sigma_bar = daily_vol * np.sqrt(bar_minutes / session_minutes)
     persistence = np.exp(-np.log(2.0) * bar_minutes / GARCH_HALF_LIFE_MINUTES)
     z = rng.standard_t(5, size=n) / np.sqrt(5.0 / 3.0)
     h = garch_variance(z, alpha=GARCH_ALPHA, beta=max(persistence - GARCH_ALPHA, 0.0))
@@ -87,14 +92,14 @@ def _one_symbol(
     season = np.tile(intraday_volatility(minute), days)
     sigma = sigma_bar * season * day_factor * np.sqrt(h)
     returns = sigma * z
-    returns[::per_session] += 2.0 * sigma_bar * rng.standard_normal(days)  # reopen gaps
-    close = np.maximum(np.round(price * np.exp(np.cumsum(returns)) / TICK) * TICK, TICK)
-    open_ = np.concatenate([[np.round(price / TICK) * TICK], close[:-1]])
+    returns[::per_session] += reopen_gap * sigma_bar * rng.standard_normal(days)  # reopen gaps
+    close = np.maximum(np.round(price * np.exp(np.cumsum(returns)) / tick) * tick, tick)
+    open_ = np.concatenate([[np.round(price / tick) * tick], close[:-1]])
     wick = np.abs(rng.normal(0.0, 0.6, size=(2, n))) * sigma * close
-    high = np.maximum(open_, close) + np.ceil(wick[0] / TICK) * TICK
-    low = np.maximum(np.minimum(open_, close) - np.ceil(wick[1] / TICK) * TICK, TICK)
+    high = np.maximum(open_, close) + np.ceil(wick[0] / tick) * tick
+    low = np.maximum(np.minimum(open_, close) - np.ceil(wick[1] / tick) * tick, tick)
     volume_shape = season**1.8 * (day_factor * np.sqrt(h)) ** 0.8
-    volume = 1500.0 * bar_minutes * volume_shape * rng.lognormal(-0.08, 0.4, size=n)
+    volume = volume_per_minute * bar_minutes * volume_shape * rng.lognormal(-0.08, 0.4, size=n)
     return {
         "open": open_,
         "high": high,
@@ -111,11 +116,15 @@ def generate_bars(
     bar_minutes: int = 5,
     symbols: tuple[str, ...] = ("ES",),
     start: str = "2025-01-06",
+    reopen_gap: float = 2.0,
 ) -> pd.DataFrame:
     """`days` trading sessions of OHLCV bars per symbol, deterministic given `seed`.
 
     Returns columns timestamp (tz-aware America/New_York), open, high, low, close, volume,
     symbol, sorted by symbol then time. Prices sit on a 0.25 tick; ES starts near 5000.
+    `reopen_gap`: standard deviation of the extra move at each session's open, in bar
+    volatilities (the real ES bars' daily reopenings are about 0.5 of today's 2).
+    Instruments with their own sessions, ticks and volatilities: data/instruments.py.
     """
     if days < 1 or bar_minutes < 1 or bar_minutes > 60 or not symbols:
         raise ValueError(f"need days >= 1, 1 <= bar_minutes <= 60, symbols: {days=} {bar_minutes=}")
@@ -125,13 +134,14 @@ def generate_bars(
     for i, symbol in enumerate(symbols):
         rng = np.random.default_rng([seed, i])
         price = BASE_PRICES.get(symbol, 100.0 * (i + 1))
-        columns = _one_symbol(
+        columns = one_symbol(
             rng,
             days=days,
             per_session=per_session,
             minute=minute,
             bar_minutes=bar_minutes,
             price=price,
+            reopen_gap=reopen_gap,
         )
         frame = pd.DataFrame({"timestamp": stamps, **columns})
         frame["symbol"] = symbol

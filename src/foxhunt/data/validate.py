@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from foxhunt.data.contracts import contract_order
 from foxhunt.errors import DataError
 
 log = logging.getLogger("foxhunt.data")
@@ -75,8 +76,11 @@ def _check_values(frame: pd.DataFrame, columns: Sequence[str], source: str) -> N
         frame[column] = v
 
 
-def _sort(frame: pd.DataFrame, source: str) -> pd.DataFrame:
-    codes, names = pd.factorize(frame["symbol"], sort=True)
+def _sort(frame: pd.DataFrame, source: str, contract_column: str | None) -> pd.DataFrame:
+    """Rows by symbol, then contract (in listing order) when `contract_column`, then time."""
+    codes, _ = pd.factorize(frame["symbol"], sort=True)
+    if contract_column is not None:  # one series per (symbol, contract): combine the keys
+        codes = codes * (len(frame) + 1) + contract_order(frame, contract_column)
     times = pd.DatetimeIndex(frame["timestamp"]).as_unit("ns").asi8
     by_symbol = np.argsort(codes, kind="stable")
     c, t = codes[by_symbol], times[by_symbol]
@@ -93,9 +97,13 @@ def _sort(frame: pd.DataFrame, source: str) -> pd.DataFrame:
     row = _first((c[1:] == c[:-1]) & (t[1:] == t[:-1]))
     if row is not None:
         first = int(order[row + 1])
+        what = f"symbol {frame['symbol'].iloc[first]!r}"
+        if contract_column is not None:
+            what += f", contract {frame[contract_column].iloc[first]!r}"
         raise DataError(
-            f"{source}: duplicate timestamp {frame['timestamp'].iloc[first]} for symbol "
-            f"{names[c[row]]!r} (rows {int(order[row])} and {first}); keep one bar per time"
+            f"{source}: duplicate timestamp {frame['timestamp'].iloc[first]} for {what} "
+            f"(rows {int(order[row])} and {first}); keep one bar per time"
+            + ("" if contract_column else " (or name each bar's contract in a contract column)")
         )
     if np.array_equal(order, np.arange(len(order))):
         return frame.reset_index(drop=True)
@@ -108,6 +116,7 @@ def validate_bars(
     source: str,
     min_rows: int,
     extra_columns: Sequence[str] = (),
+    contract_column: str | None = None,
 ) -> pd.DataFrame:
     """A checked copy of `df`, sorted by symbol and time; `df` itself is never modified.
 
@@ -115,7 +124,9 @@ def validate_bars(
     symbol (added as "default") and `extra_columns` (numeric inputs the config asks for).
     Raises DataError for missing or non-numeric columns, NaN/inf, high < low, negative
     volume, duplicate times within a symbol and symbols with fewer than `min_rows` bars.
-    Rows out of time order are sorted, with a warning on the "foxhunt.data" logger.
+    Rows out of time order are sorted, with a warning on the "foxhunt.data" logger. With
+    `contract_column`, each contract of a symbol is its own series (data/contracts.py): rows
+    are sorted by symbol, contract and time, and times may repeat across contracts.
     """
     columns = [str(c) for c in df.columns]
     missing = [c for c in (*REQUIRED, *extra_columns) if c not in columns]
@@ -137,7 +148,13 @@ def validate_bars(
         row = int(np.flatnonzero(frame["timestamp"].isna().to_numpy())[0])
         raise DataError(f"{source}: column 'timestamp' is empty at row {row}; drop that row")
     _check_values(frame, (*PRICE_VOLUME, *extra_columns), source)
-    frame = _sort(frame, source)
+    if contract_column is not None and frame[contract_column].isna().any():
+        row = int(np.flatnonzero(frame[contract_column].isna().to_numpy())[0])
+        raise DataError(
+            f"{source}: column {contract_column!r} is empty at {_where(frame, row)}; name "
+            "every bar's contract"
+        )
+    frame = _sort(frame, source, contract_column)
     counts = frame["symbol"].value_counts(sort=False)
     short = counts[counts < min_rows]
     if len(short):

@@ -35,7 +35,9 @@ class IntradayProfile:
     """Relative volatility per minute-of-day bucket; its training mean square is 1."""
 
     bucket_minutes: int
-    values: np.ndarray  # [1440 // bucket_minutes (rounded up)] float64; 1.0 = never seen
+    #: [1440 // bucket_minutes (rounded up)] float64, 1.0 = never seen; or [S, that] with one
+    #: curve per symbol code (instruments with their own sessions and shapes)
+    values: np.ndarray
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, IntradayProfile):
@@ -78,9 +80,38 @@ class IntradayProfile:
         level[counts == 0] = 1.0
         return cls(bucket_minutes, level)
 
-    def __call__(self, minutes: np.ndarray) -> np.ndarray:
-        """[N] relative volatility of bars at these minutes of day."""
-        return self.values[np.asarray(minutes, dtype=np.int64) // self.bucket_minutes]
+    @classmethod
+    def fit_per_symbol(
+        cls,
+        returns: np.ndarray,
+        minutes: np.ndarray,
+        codes: np.ndarray,
+        *,
+        symbols: int,
+        bucket_minutes: int,
+    ) -> IntradayProfile:
+        """One curve per symbol code 0 .. symbols-1, each fitted on its own rows as `fit`
+        does (a symbol without training rows gets the curve of all rows); one symbol: `fit`."""
+        if symbols == 1:
+            return cls.fit(returns, minutes, bucket_minutes=bucket_minutes)
+        pooled = cls.fit(returns, minutes, bucket_minutes=bucket_minutes).values
+        curves = []
+        for code in range(symbols):
+            mine = codes == code
+            seen = mine.any() and np.isfinite(returns[mine]).any()
+            fitted = cls.fit(returns[mine], minutes[mine], bucket_minutes=bucket_minutes)
+            curves.append(fitted.values if seen else pooled)
+        return cls(max(1, int(bucket_minutes)), np.stack(curves))
+
+    def __call__(self, minutes: np.ndarray, codes: np.ndarray | None = None) -> np.ndarray:
+        """[N] relative volatility of bars at these minutes of day (of symbols `codes` [N],
+        needed when the profile holds one curve per symbol)."""
+        buckets = np.asarray(minutes, dtype=np.int64) // self.bucket_minutes
+        if self.values.ndim == 1:
+            return self.values[buckets]
+        if codes is None:
+            raise ValueError("a per-symbol intraday profile needs the rows' symbol codes")
+        return self.values[np.asarray(codes, dtype=np.int64), buckets]
 
     def state_dict(self) -> dict[str, Any]:
         return {"bucket_minutes": self.bucket_minutes, "values": self.values.tolist()}
@@ -140,11 +171,12 @@ def baseline_rows(
     target_scale: float,
     gaps: np.ndarray | None = None,
     fast_window: int = 0,
+    codes: np.ndarray | None = None,
 ) -> BaselineRows:
     """Base volatility and profile of every row, both from data up to the row itself; returns
     spanning a gap (``gaps`` [N] True) are left out of the volatility, as from the profile.
     With `fast_window`, also the log ratio of a `fast_window`-bar RMS to the base one."""
-    relative = profile(minutes)
+    relative = profile(minutes, codes)  # codes: each row's symbol, for per-symbol curves
     usable = returns if gaps is None else np.where(gaps, np.nan, returns)
     adjusted = usable / relative
     volatility = causal_rms(adjusted, window, series_starts) / target_scale

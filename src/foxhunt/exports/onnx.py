@@ -57,6 +57,7 @@ from foxhunt.storage import atomic_write_bytes, atomic_write_json
 FORMAT = 1
 DEFAULT_OPSET = 18
 OUTPUT = "quantiles"
+PRECISIONS = ("fp32", "int8")
 #: every input the model may take, in this order
 INPUTS = ("static", "past", "future", "static_categorical", "scale", "vol_signal")
 
@@ -177,15 +178,27 @@ def export_onnx(run_dir: Path, output: Path, *, opset: int = DEFAULT_OPSET) -> d
         raise FoxhuntError(f"{run_dir} is already an export; pass the run folder")
     if read_qat_state(run_dir) is not None:
         raise FoxhuntError(
-            f"{run_dir} is a QAT run: export it with `foxhunt export --int8` (the ONNX export "
-            "takes FP32 runs)"
+            f"{run_dir} is a QAT run: export it with `foxhunt export --onnx --int8` (int8 "
+            "from its QAT scales; the FP32 ONNX export takes FP32 runs)"
         )
     if output.resolve() == run_dir.resolve():
         raise FoxhuntError("--output must differ from the run folder")
     loaded = load_run_folder(run_dir, device="cpu")
-    config, model = loaded.config, loaded.model.eval()
+    blob = trace(loaded.model, loaded.config, opset=opset)
+    return write_folder(run_dir, output, loaded, blob, precision="fp32")
+
+
+def trace(
+    model: nn.Module,
+    config: RunConfig,
+    *,
+    opset: int = DEFAULT_OPSET,
+    translations: dict[Any, Any] | None = None,
+) -> bytes:
+    """The ONNX graph (serialized ModelProto) of ``model`` in eval mode, batch axis dynamic;
+    ``translations``: the exporter's ``custom_translation_table`` (foxhunt's own ops)."""
     names = used_inputs(config)
-    graph = _Graph(model, names, config).eval()
+    graph = _Graph(model.eval(), names, config).eval()
     batch = torch.export.Dim("batch", min=1)
     with _traceable(model), torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -199,18 +212,27 @@ def export_onnx(run_dir: Path, output: Path, *, opset: int = DEFAULT_OPSET) -> d
             dynamo=True,
             optimize=True,
             verbose=False,
+            custom_translation_table=translations,
         )
     assert program is not None
-    output.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         program.save(Path(tmp) / ONNX_MODEL_FILE)
-        blob = (Path(tmp) / ONNX_MODEL_FILE).read_bytes()
+        return (Path(tmp) / ONNX_MODEL_FILE).read_bytes()
+
+
+def write_folder(
+    run_dir: Path, output: Path, loaded: LoadedRun, blob: bytes, **extra: Any
+) -> dict[str, Any]:
+    """Write ``blob`` as model.onnx, the run's files and onnx_export.json (plus ``extra``
+    keys) to ``output``; returns the JSON."""
+    output.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(output / ONNX_MODEL_FILE, blob)
-    opset = _opset(blob)  # what the graph holds
     for name in (CONFIG_FILE, PREPROCESSOR_FILE, BASELINE_FILE):
         if (run_dir / name).is_file():
             atomic_write_bytes(output / name, (run_dir / name).read_bytes())
-    spec = _spec(config, loaded.preprocessor.state_dict(), names, opset, run_dir)
+    names = used_inputs(loaded.config)
+    pre = loaded.preprocessor.state_dict()
+    spec = _spec(loaded.config, pre, names, _opset(blob), run_dir) | extra
     atomic_write_json(output / ONNX_SPEC_FILE, spec)
     return spec
 
@@ -271,10 +293,13 @@ def _spec(
             "fast_window": pre.get("fast_window", 0),
             "signal_limit": SIGNAL_LIMIT,
             "formulas": {
-                "past": "(x - mean) / std per feature, features in features.past order",
+                "past": "(x - mean) / std per feature, features in features.past order; "
+                "when mean/std hold one list per symbol, the row of the bar's symbol (its "
+                "index in symbols)",
                 "future": "the known (calendar) features of the next H bars that trade on "
                 "`calendar` (docs/calendars.md), scaled likewise",
-                "adjusted": "r[t] / profile.values[minute_of_day(t) // bucket_minutes]; "
+                "adjusted": "r[t] / profile.values[minute_of_day(t) // bucket_minutes] (with "
+                "one curve per symbol: profile.values[symbol][...]); "
                 "r = log return, NaN across a gap > max_gap_ns",
                 "base_vol": "sqrt(mean of adjusted^2 over the last baseline_window bars, "
                 ">= baseline_window // 2 finite) / target_scale",
@@ -311,6 +336,7 @@ class OnnxModel(nn.Module):
         except Exception as exc:  # onnxruntime raises its own exception types
             raise FoxhuntError(f"{path} is damaged ({type(exc).__name__})") from None
         self.spec = spec
+        self.precision = spec.get("precision", "fp32")
         self.names = tuple(i.name for i in self.session.get_inputs())
         expected = [i["name"] for i in spec["inputs"]]
         if list(self.names) != expected:
@@ -341,6 +367,10 @@ def read_spec(folder: Path) -> dict[str, Any]:
         raise FoxhuntError(f"{path} is damaged ({exc})") from None
     if not isinstance(spec, dict) or spec.get("format") != FORMAT:
         raise FoxhuntError(f"{path}: unknown export format; re-export the run")
+    if spec.get("precision", "fp32") not in PRECISIONS:  # older FP32 exports lack the key
+        raise FoxhuntError(
+            f"{path}: precision {spec.get('precision')!r} is not one of {PRECISIONS}"
+        )
     return spec
 
 
@@ -351,6 +381,12 @@ def load_onnx(folder: Path) -> OnnxModel:
     path = folder / ONNX_MODEL_FILE
     if not path.is_file():
         raise FoxhuntError(f"{path} not found: the export did not finish")
+    quantized = b"DequantizeLinear" in path.read_bytes()  # an op type, stored as plain text
+    if quantized != (spec.get("precision", "fp32") == "int8"):
+        raise FoxhuntError(
+            f"{path} is {'int8' if quantized else 'FP32'}, {ONNX_SPEC_FILE} says "
+            f"{spec.get('precision', 'fp32')}: re-export the run"
+        )
     return OnnxModel(path, spec)
 
 

@@ -133,7 +133,10 @@ def read_preprocessor(
     check_round_trip(path, state, as_saved(state, pre.state_dict()))
     scaler = pre.scaler
     mean, std = np.asarray(scaler.mean), np.asarray(scaler.std)
-    if mean.shape != (len(scaler.names),) or std.shape != mean.shape:
+    symbols = pre.symbols.cardinality  # one set per symbol, or one shared (older runs)
+    if mean.shape not in ((len(scaler.names),), (symbols, len(scaler.names))):
+        raise RunFileError(f"{path}: scaler.mean/std must hold one number per name")
+    if std.shape != mean.shape:
         raise RunFileError(f"{path}: scaler.mean/std must hold one number per name")
     if not (np.isfinite(mean).all() and np.isfinite(std).all() and (std > 0).all()):
         raise RunFileError(f"{path}: scaler.mean must be finite and scaler.std finite and > 0")
@@ -173,7 +176,9 @@ def check_volatility_profile(path: Path, pre: Preprocessor) -> None:
     if pre.profile is None:
         return
     bucket, values = pre.profile.bucket_minutes, np.asarray(pre.profile.values)
-    if not 1 <= bucket <= MINUTES_PER_DAY or values.shape != (-(-MINUTES_PER_DAY // bucket),):
+    size = -(-MINUTES_PER_DAY // bucket)  # one curve, or one per symbol
+    shapes = ((size,), (pre.symbols.cardinality, size))
+    if not 1 <= bucket <= MINUTES_PER_DAY or values.shape not in shapes:
         raise RunFileError(
             f"{path}: profile.bucket_minutes must be in [1, 1440] with one value per bucket"
         )

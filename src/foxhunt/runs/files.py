@@ -14,12 +14,12 @@
       checkpoints/            the trainer's checkpoints (unless --checkpoint-storage)
       report/                 `foxhunt report`'s HTML and figures
       tensorboard/            --logger tensorboard's event files (docs/tracking.md)
-      int8/, int8-dynamic/, onnx/   `foxhunt export`'s default folders (see EXPORT_DIRS)
+      int8/, int8-dynamic/, onnx/, onnx-int8/   `foxhunt export`'s default folders (EXPORT_DIRS)
 
 An export folder holds config.json, preprocessor.json and baseline.json copied from the
 run, plus quantization.json and model_int8.safetensors (exports/int8.py writes them). An
 ONNX export folder holds the same three copies plus model.onnx and onnx_export.json
-(exports/onnx.py, docs/export.md).
+(exports/onnx.py; its int8 QDQ form exports/onnx_int8.py; docs/export.md).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ INT8_WEIGHTS_FILE = "model_int8.safetensors"
 ONNX_MODEL_FILE = "model.onnx"
 ONNX_SPEC_FILE = "onnx_export.json"
 #: `foxhunt export`'s default folder inside the run, by export mode
-EXPORT_DIRS = {"qat": "int8", "dynamic": "int8-dynamic", "onnx": "onnx"}
+EXPORT_DIRS = {"qat": "int8", "dynamic": "int8-dynamic", "onnx": "onnx", "onnx-int8": "onnx-int8"}
 
 # Any of these makes a folder a run: a guard that looked at checkpoints/ alone let a new
 # run silently replace a finished run's weights once that folder was deleted.

@@ -14,6 +14,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from foxhunt.data.sources import fingerprint_files, is_glob
 from foxhunt.errors import DataError, FoxhuntError
 from foxhunt.runs.files import IDENTITY_FILE
 from foxhunt.storage import atomic_write_json
@@ -29,6 +30,8 @@ def fingerprint(path: Path | None) -> dict[str, Any]:
     the config alone determines)."""
     if path is None:
         return {"synthetic": True}
+    if is_glob(path) or os.path.isdir(path):
+        return fingerprint_files(path)
     size = os.stat(path).st_size
     digest = hashlib.sha256()
     with open(path, "rb") as f:
