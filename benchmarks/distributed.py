@@ -73,12 +73,8 @@ def build_trainer(bench: Bench, rank: int, world_size: int) -> Trainer:
         )
     )
     base = TFTConfig(
-        num_static=0,
-        num_past=1,
-        num_future=0,
-        lookback=bench.lookback,
-        horizon=bench.horizon,
         hidden_size=bench.hidden_size,
+        variable_hidden_size=16,  # the benchmark's model as measured (TFTConfig's default was 16)
         dropout=bench.dropout,
     )
     model_config = fit_model_config(base, data)

@@ -48,7 +48,6 @@ DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "ES_FUT
 def run_config(args: argparse.Namespace) -> RunConfig:
     data = DataConfig(path=args.data, lookback=args.lookback, horizon=args.horizon)
     model = TFTConfig(
-        num_static=0, num_past=1, num_future=0, lookback=args.lookback, horizon=args.horizon,
         hidden_size=args.hidden_size, variable_hidden_size=args.variable_hidden_size,
         attention_heads=4, dropout=0.1,
     )  # fmt: skip

@@ -23,12 +23,9 @@ TINY_CLI = [
 
 
 def tiny_model(**overrides: Any) -> TFTConfig:
-    """The TFT of the job tests over ``TINY_DATA``, 16 wide; one past input until
-    ``fit_model_config`` (``helpers.fitted``) sets the data's inputs."""
-    fields: dict[str, Any] = {
-        "num_static": 0, "num_past": 1, "num_future": 0, "lookback": 16, "horizon": 4,
-        "hidden_size": 16, "variable_hidden_size": 4, "attention_heads": 2,
-    }  # fmt: skip
+    """The TFT of the job tests over ``TINY_DATA``, 16 wide; its inputs unset until
+    ``fit_model_config`` (``helpers.fitted``) takes them from the data."""
+    fields: dict[str, Any] = {"hidden_size": 16, "variable_hidden_size": 4, "attention_heads": 2}
     return TFTConfig(**{**fields, **overrides})
 
 

@@ -95,3 +95,44 @@ def test_config_is_frozen_and_keyword_only() -> None:
         cfg.hidden_size = 3  # type: ignore[misc]
     with pytest.raises(TypeError):
         TFTConfig(2, 5, 1, 8, 2)  # type: ignore[misc]
+
+
+# --- the data-derived fields (DATA_FIELDS): None until the job fills them from the data -----
+
+
+def test_an_unfitted_config_builds_no_model_and_says_why() -> None:
+    from foxhunt.model import TemporalFusionTransformer
+    from foxhunt.model.config import DATA_FIELDS
+
+    cfg = TFTConfig(hidden_size=8, attention_heads=2)
+    assert cfg.unfilled == DATA_FIELDS
+    with pytest.raises(ConfigError, match=r"num_static.*come from the data"):
+        TemporalFusionTransformer(cfg)
+
+
+def test_counts_given_by_hand_fill_the_rest_as_before() -> None:
+    cfg = make()
+    assert cfg.unfilled == ()
+    assert (cfg.static_cardinalities, cfg.vol_signals) == ((), 0)
+    assert make(vol_signals=1).vol_signals == 1
+
+
+def test_a_saved_config_is_fitted_entirely_or_not_at_all() -> None:
+    unfitted = TFTConfig(hidden_size=8, attention_heads=2)
+    assert TFTConfig.from_dict(json.loads(json.dumps(unfitted.to_dict()))) == unfitted
+    with pytest.raises(ConfigError, match="horizon"):
+        TFTConfig.from_dict({**unfitted.to_dict(), **BASE, "horizon": None})
+
+
+def test_the_job_fills_the_data_fields_and_refuses_a_contradiction() -> None:
+    from foxhunt.data import prepare_data
+    from foxhunt.jobs import fit_model_config
+    from helpers import TINY_DATA
+
+    data = prepare_data(TINY_DATA)
+    cfg = fit_model_config(TFTConfig(hidden_size=8, attention_heads=2), data)
+    assert cfg.unfilled == ()
+    assert (cfg.lookback, cfg.horizon, cfg.vol_signals) == (16, 4, 1)
+    assert fit_model_config(TFTConfig(lookback=16, hidden_size=8, attention_heads=2), data) == cfg
+    with pytest.raises(ConfigError, match=r"TFTConfig\.num_past=1 but the data gives"):
+        fit_model_config(TFTConfig(num_past=1, hidden_size=8, attention_heads=2), data)

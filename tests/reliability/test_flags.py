@@ -9,7 +9,11 @@ from pathlib import Path
 import pytest
 
 from foxhunt.cli import build_parser
+from foxhunt.cli.backtest import backtest_command
 from foxhunt.cli.bounds import FLOAT_DEFAULT, INT_DEFAULT, RANGES
+from foxhunt.cli.generated import number_kind
+from foxhunt.cli.train_config import train_command
+from foxhunt.cli.tune import tune_command
 
 from .helpers import SMALL, refused
 
@@ -27,6 +31,11 @@ def numeric_flags() -> list[tuple[str, str, bool]]:
                         out.append(
                             (command, max(flag_action.option_strings, key=len), kind == "int")
                         )
+    generated_commands = [("train", train_command()), ("backtest", backtest_command())]
+    for command, generated in [*generated_commands, ("tune", tune_command())]:
+        for arg in generated.args:  # generated from the config fields, parsed by jsonargparse
+            if (kind := number_kind(arg.hint)) is not None:
+                out.append((command, arg.flag, kind is int))
     return out
 
 

@@ -34,7 +34,7 @@ def test_ranges_and_choices_take_their_fields_types(tmp_path: Path) -> None:
     assert space["model.dropout"].kind == "float"
     assert (space["data.lookback"].kind, space["data.lookback"].step) == ("int", 8)
     changed = apply(BASE, {"data.lookback": 24, "training.lr": 3e-3, "model.hidden_size": 8})
-    assert changed.data.lookback == changed.model.lookback == 24  # the window follows
+    assert changed.data.lookback == 24 and changed.model.lookback is None  # the job fills it
     assert (changed.training.lr, changed.model.hidden_size) == (3e-3, 8)
 
 
@@ -94,7 +94,7 @@ def test_base_config_yaml_takes_defaults_for_what_it_leaves_out(tmp_path: Path) 
     config = read_config_yaml(path)
     assert config.training.lr == 1e-3 and config.training.epochs == 2
     assert config.training.validate_initial  # today's default, not a saved run's value-then
-    assert config.model.lookback == 16  # the data's window
+    assert config.data.lookback == 16 and config.model.lookback is None  # from the data
     full = BASE.to_dict()  # a run's whole config (best.yaml's format) reads back equal
     path.write_text(yaml.safe_dump(full))
     assert read_config_yaml(path) == RunConfig.from_dict(full)
@@ -114,11 +114,12 @@ def test_a_bad_base_config_names_the_field(raw: dict, named: str) -> None:
         config_from_mapping(raw, "base.yaml")
 
 
-def test_config_and_flags_are_not_mixed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "base.yaml").write_text("training: {epochs: 2}\n")
+def test_flags_override_the_base_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """As for `foxhunt train` (docs/configuration.md): --config, then the flags."""
+    (tmp_path / "base.yaml").write_text("training: {epochs: 2, lr: 0.01}\n")
     (tmp_path / "space.yaml").write_text("training.lr: {low: 1e-4, high: 1e-2}\n")
     args = ["tune", "--config", str(tmp_path / "base.yaml"), "--epochs", "3"]
     args += ["--space", str(tmp_path / "space.yaml"), "--output-dir", str(tmp_path / "s")]
-    assert main(args) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "--epochs" in err, err
+    assert main([*args, "--print-config"]) == 0
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert (printed["training"]["epochs"], printed["training"]["lr"]) == (3, 0.01)

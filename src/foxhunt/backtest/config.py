@@ -14,7 +14,22 @@ Refit = Literal["full", "warm", "none"]
 
 @dataclass(frozen=True, kw_only=True)
 class BacktestConfig:
-    """How the folds are cut and run, and how the signal is costed (saved in backtest.json)."""
+    """How the folds are cut and run, and how the signal is costed (saved in backtest.json).
+
+    Attributes:
+        folds: test spans, at the end of the file.
+        scheme: "expanding" (each fold trains on everything before its test span) or
+            "rolling" (on a window of fixed length).
+        test_size: each test span: "10d" or a bar count; None = the span over folds + 1.
+        embargo: gap before each test span (a pandas duration, e.g. "1h").
+        refit: "full" trains each fold afresh; "warm" starts from the previous fold's
+            weights; "none" trains the first fold only.
+        jobs: folds in parallel processes (with refit "full").
+        trials: configurations tried, for the deflated Sharpe.
+        resamples: block-bootstrap draws.
+        checkpoint_every: optimizer steps between checkpoints; epochs always checkpoint.
+        costs: the signal's trading costs (CostModel).
+    """
 
     folds: int = 4
     scheme: Scheme = "expanding"

@@ -25,7 +25,7 @@ def forecast_with_run(first: Path, config: RunConfig, path: Path) -> None:
     scale = bp_per_unit(loaded.preprocessor)
     pred, target = pred * scale, target * scale
     quantiles = loaded.config.model.quantiles
-    horizon = loaded.config.model.horizon
+    horizon = loaded.config.model.inputs.horizon
     saved = read_baseline_state(first / BASELINE_FILE, horizon=horizon, quantiles=len(quantiles))
     historical = np.asarray(saved["historical_quantiles"], dtype=np.float64)
     # the fitted state of the first fold, filtered forward over this file without refitting

@@ -28,6 +28,16 @@ from foxhunt.errors import ConfigError
 
 @dataclass(frozen=True, kw_only=True)
 class CostModel:
+    """What trading the signal costs (defaults: ES).
+
+    Attributes:
+        tick_size: points per tick.
+        cost_ticks: slippage per side, in ticks.
+        commission: per contract and side, in the account currency.
+        point_value: currency per point per contract.
+        max_contracts: position at full conviction.
+    """
+
     tick_size: float = 0.25  # points per tick
     cost_ticks: float = 0.5  # slippage per side, in ticks
     commission: float = 2.25  # per contract and side, in the account currency

@@ -82,25 +82,26 @@ def random_batch(
     cfg: TFTConfig, batch_size: int, *, seed: int = 0, device: torch.device | str = "cpu"
 ) -> TFTBatch:
     """A batch of standard-normal inputs and targets, every input kind of ``cfg`` present."""
+    d = cfg.inputs
     g = torch.Generator().manual_seed(seed)
     codes = None
-    if cfg.static_cardinalities:
+    if d.static_cardinalities:
         codes = torch.stack(
-            [torch.randint(0, c, (batch_size,), generator=g) for c in cfg.static_cardinalities],
+            [torch.randint(0, c, (batch_size,), generator=g) for c in d.static_cardinalities],
             dim=-1,
         )
     return TFTBatch(
-        static=torch.randn(batch_size, cfg.num_static, generator=g),
-        past=torch.randn(batch_size, cfg.lookback, cfg.num_past, generator=g),
-        future=torch.randn(batch_size, cfg.horizon, cfg.num_future, generator=g),
-        target=torch.randn(batch_size, cfg.horizon, generator=g),
+        static=torch.randn(batch_size, d.num_static, generator=g),
+        past=torch.randn(batch_size, d.lookback, d.num_past, generator=g),
+        future=torch.randn(batch_size, d.horizon, d.num_future, generator=g),
+        target=torch.randn(batch_size, d.horizon, generator=g),
         static_categorical=codes,
         # the baseline's standard deviation per target: positive, around 1 in scaled units
-        scale=torch.rand(batch_size, cfg.horizon, generator=g) + 0.5
+        scale=torch.rand(batch_size, d.horizon, generator=g) + 0.5
         if cfg.output == "baseline"
         else None,
-        vol_signal=torch.randn(batch_size, cfg.vol_signals, generator=g) * 0.3
-        if cfg.vol_signals
+        vol_signal=torch.randn(batch_size, d.vol_signals, generator=g) * 0.3
+        if d.vol_signals
         else None,
     ).to(device)
 

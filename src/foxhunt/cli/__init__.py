@@ -54,6 +54,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """The subcommand's arguments; a command whose arguments are generated from the configs
+    (``generated``: train, backtest) gets the rest of the line as ``argv`` to parse itself."""
+    args, rest = parser.parse_known_args(argv)
+    if rest and not getattr(args, "generated", False):
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    args.argv = rest
+    return args
+
+
 def configure_logging(level: str) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(message)s", "%H:%M:%S"))
@@ -67,7 +77,7 @@ def configure_logging(level: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        args = parse(build_parser(), argv)
     except UsageError as exc:
         return fail(exc, exc.exit_code)
     configure_logging(args.log_level)

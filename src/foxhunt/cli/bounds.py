@@ -42,6 +42,7 @@ FRACTION = Range(0, 1, high_open=True)
 # Upper bounds keep a typo (an extra zero or three) from turning into an hours-long hang.
 RANGES: dict[str, Range] = {
     "--seed": Range(0, 2**63 - 1),
+    "--synthetic-seed": Range(0, 2**63 - 1),
     "--patience": Range(0),
     "--num-workers": Range(0, 256),
     "--qat-freeze-after": Range(0),

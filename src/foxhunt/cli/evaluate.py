@@ -65,7 +65,9 @@ def run(args: argparse.Namespace) -> int:
     pred, target = pred * scale, target * scale
     quantiles = loaded.config.model.quantiles
     saved = read_baseline_state(
-        args.run_dir / BASELINE_FILE, horizon=loaded.config.model.horizon, quantiles=len(quantiles)
+        args.run_dir / BASELINE_FILE,
+        horizon=loaded.config.model.inputs.horizon,
+        quantiles=len(quantiles),
     )
     historical = np.asarray(saved["historical_quantiles"])
     vol = None

@@ -1,93 +1,137 @@
-"""`foxhunt train`'s flags -> the run's config (data, model, training), validated by the
-config dataclasses themselves; `foxhunt backtest` reads the same flags."""
+"""`foxhunt train`'s arguments, generated from the config dataclasses, -> the run's config
+(data, model, training), validated by the dataclasses themselves; `foxhunt backtest` shares
+the data, model and training sections (docs/configuration.md)."""
 
 from __future__ import annotations
 
-import argparse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
 
+from foxhunt.cli.generated import Section, Spelling, arguments, list_text
+from foxhunt.cli.presets import preset
+from foxhunt.cli.resolve import Command
 from foxhunt.data import DataConfig
-from foxhunt.model.config import TFTConfig
+from foxhunt.model.config import DATA_FIELDS, TFTConfig
+from foxhunt.model.factory import MODELS
+from foxhunt.quant import QATConfig
 from foxhunt.runs import RunConfig
 from foxhunt.tracking import TrackingConfig
 from foxhunt.training.config import TrainingConfig
+from foxhunt.training.distributed import DEFAULT_TIMEOUT_S
 
 
-def checkpointing_mode(args: argparse.Namespace) -> str | tuple[str, ...]:
-    if args.checkpoint_segments:
-        return tuple(args.checkpoint_segments)
-    return "full" if args.use_gradient_checkpointing else "none"
+@dataclass(frozen=True, kw_only=True)
+class TrainOptions:
+    """How `foxhunt train` runs, beyond what defines the run (not saved in config.json).
+
+    Attributes:
+        output_dir: run folder (default: runs/<date-time>).
+        resume: continue the run in this folder exactly where its last checkpoint left off.
+        resume_from: with resume: continue from the checkpoint of this optimizer step
+            (default: the last).
+        overwrite: replace the run in the folder (the new run is written beside it and
+            swapped in once complete).
+        checkpoint_every: also checkpoint every N optimizer steps (epochs always checkpoint).
+        keep_checkpoints: keep the last K checkpoints (+ the best).
+        checkpoint_storage: folder or fsspec URL (s3://...) for checkpoints.
+        memory_log_every: a memory debug line every N steps.
+        leak_threshold_mb: growth of memory across epochs reported as a leak.
+        memory_budget: fit training in this size (512MB, 4GB, 4GiB) or auto (CUDA free
+            memory): plans checkpointing and micro-batches from one probing step
+            (docs/memory-budget.md).
+        report: write the HTML report at the end.
+        qat: quantization-aware training (int8), with the quantization section's settings
+            (docs/QAT_GUIDE.md).
+        dist_timeout: under torchrun, seconds a rank waits for the others before failing.
+    """
+
+    output_dir: Path | None = None
+    resume: Path | None = None
+    resume_from: int | None = None
+    overwrite: bool = False
+    checkpoint_every: int | None = None
+    keep_checkpoints: int = 2
+    checkpoint_storage: str | None = None
+    memory_log_every: int = 100
+    leak_threshold_mb: float = 500.0
+    memory_budget: str | None = None
+    report: bool = True
+    qat: bool = False
+    dist_timeout: float = DEFAULT_TIMEOUT_S
 
 
-def tracking_config_from_args(args: argparse.Namespace) -> TrackingConfig:
-    return TrackingConfig(
-        loggers=tuple(args.logger or ()),
-        tracking_dir=args.tracking_dir,
-        tracking_uri=args.tracking_uri,
-        experiment=args.experiment,
-        log_every=args.log_every,
+DATA_FILE = ("--parquet-file", "--csv-file", "--data-file")
+#: the data, model and training sections, shared with `foxhunt backtest`
+DATA = Section("data", DataConfig, exclude=("split",), aliases={"path": DATA_FILE})
+MODEL = Section("model", TFTConfig, exclude=DATA_FIELDS)
+TRAINING = Section("training", TrainingConfig)
+QAT = Section("quantization", QATConfig, prefix="qat-")
+
+#: old flags that set other keys than their name says
+SPELLINGS = (
+    # --seed seeds the training and the synthetic bars, as it always has
+    Spelling("--seed", lambda v: [("training.seed", v), ("data.synthetic_seed", v)]),
+    Spelling("--use-gradient-checkpointing", lambda _: [("model.checkpointing", "full")], False),
+    Spelling("--checkpoint-segments", lambda v: [("model.checkpointing", list_text(v, str))]),
+)
+#: --logger tensorboard --logger mlflow: both (tracking.loggers)
+LOGGER = Spelling("--logger", lambda v: [("tracking.loggers", v)], accumulate=True)
+
+
+def split_refused(value: Any) -> str:
+    return "set by foxhunt backtest for each fold; a fold's run is not rerun by --config"
+
+
+def add_model_class(parser: Any) -> None:
+    parser.add_argument(
+        "--model-class",
+        dest="model_class",
+        type=Literal[tuple(MODELS)],
+        default="tft",
+        help="the model class (model/factory.py's MODELS)",
     )
 
 
-def run_config_from_args(args: argparse.Namespace) -> RunConfig:
-    max_gap = None if str(args.max_gap).lower() == "none" else args.max_gap
-    contracts = None if str(args.contract_column).lower() == "none" else args.contract_column
-    data = DataConfig(
-        path=args.data_file,
-        start=args.start,
-        end=args.end,
-        symbols=args.symbols,
-        contract_column=contracts,
-        roll_adjust=args.roll_adjust,
-        timezone=args.timezone,
-        timestamp_column=args.timestamp_column,
-        lookback=args.lookback,
-        horizon=args.horizon,
-        max_gap=max_gap,
-        calendar=args.calendar,
-        cross_breaks=args.cross_breaks,
-        val_fraction=args.val_fraction,
-        test_fraction=args.test_fraction,
-        observed_columns=args.observed_columns,
-        known_columns=args.known_columns,
-        synthetic_days=args.synthetic_days,
-        synthetic_seed=args.seed,
-        baseline_window=args.baseline_window,
-        fast_window=args.fast_window,
+def train_command() -> Command:
+    sections = (
+        DATA,
+        MODEL,
+        TRAINING,
+        QAT,
+        Section("tracking", TrackingConfig),
+        Section("options", TrainOptions),
     )
-    model = TFTConfig(
-        num_static=0,  # the data decides num_*: placeholders until fit_model_config
-        num_past=1,
-        num_future=0,
-        lookback=args.lookback,
-        horizon=args.horizon,
-        hidden_size=args.hidden_size,
-        variable_hidden_size=args.variable_hidden_size,
-        attention_heads=args.attention_heads,
-        dropout=args.dropout,
-        quantiles=args.quantiles,
-        checkpointing=checkpointing_mode(args),
-        output=args.output,
-        learn_spread=args.learn_spread,
+    taken = {"--config", "--preset", "--print-config", "--model-class", "--help"}
+    return Command(
+        prog="foxhunt train",
+        description="Train a TFT and print test metrics. Every field of the data, model, "
+        "training, quantization, tracking and options sections below is a flag (--section.field, or its "
+        "flat name) and a YAML key; --seed N seeds the synthetic bars too "
+        "(docs/configuration.md).",
+        sections=sections,
+        args=tuple(arguments(sections, taken)),
+        spellings=(*SPELLINGS, LOGGER),
+        presets=preset,
+        extra=add_model_class,
+        set_aside={"data.split": split_refused},
     )
-    training = TrainingConfig(
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        lr=args.lr,
-        weight_decay=args.weight_decay,
-        grad_clip=args.grad_clip,
-        patience=args.patience,
-        seed=args.seed,
-        device=args.device,
-        precision=args.precision,
-        max_steps_per_epoch=args.max_steps_per_epoch,
-        num_workers=args.num_workers,
-        loss_weighting=args.loss_weighting,
-        validate_initial=args.validate_initial,
-        calibrate=args.calibrate,
-        initial_confidence=args.initial_confidence,
-        lr_schedule=args.lr_schedule,
-        warmup_steps=args.warmup_steps,
-        warmup_fraction=args.warmup_fraction,
-        min_lr=args.min_lr,
+
+
+def tracking_config(cfg: Any) -> TrackingConfig:
+    return TrackingConfig(**cfg.tracking.as_dict())
+
+
+def run_config(cfg: Any) -> RunConfig:
+    """The run's config from a resolved namespace (the data-derived model fields unset: the
+    job fills them from the prepared data)."""
+    return RunConfig(
+        data=DataConfig(**cfg.data.as_dict()),
+        model=TFTConfig(**cfg.model.as_dict()),
+        training=TrainingConfig(**cfg.training.as_dict()),
+        model_class=cfg.model_class,
     )
-    return RunConfig(data=data, model=model, training=training)
+
+
+def qat_config(cfg: Any) -> QATConfig | None:
+    return QATConfig(**cfg.quantization.as_dict()) if cfg.options.qat else None

@@ -1,100 +1,126 @@
 """`foxhunt tune`: an Optuna study over a YAML search space, each trial a train job (or a
-walk-forward backtest) on the base config that `foxhunt train`'s flags or --config give."""
+walk-forward backtest) on the base config that `foxhunt train`'s flags and --config give
+(arguments generated from the config dataclasses, docs/configuration.md)."""
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from foxhunt.cli import backtest as backtest_cli
-from foxhunt.cli import train as train_cli
-from foxhunt.cli.common import share_options
+from foxhunt.cli.generated import Section, Spelling, arguments
+from foxhunt.cli.presets import preset
+from foxhunt.cli.resolve import Command, dump, resolve
+from foxhunt.cli.train_config import (
+    DATA,
+    MODEL,
+    SPELLINGS,
+    TRAINING,
+    add_model_class,
+    run_config,
+    split_refused,
+)
 from foxhunt.data.sources import source_files
-from foxhunt.errors import ConfigError, FoxhuntError
+from foxhunt.errors import FoxhuntError, UsageError
 from foxhunt.input_path import check_readable_file
-from foxhunt.runs import RunConfig, check_output_file, check_output_path
+from foxhunt.runs import check_output_file, check_output_path
 
-#: backtest flags a study does not take: its --trials is the study's, folds run in the trial
-NOT_FROM_BACKTEST = ("trials", "jobs")
+
+@dataclass(frozen=True, kw_only=True)
+class StudyOptions:
+    """The study (docs/tuning.md).
+
+    Attributes:
+        space: the search space YAML (required).
+        trials: finished or pruned trials in all (also the backtest's count for the
+            deflated Sharpe).
+        storage: SQLAlchemy URL (default: sqlite:///DIR/study.db).
+        study_name: the study in the database.
+        pruner: "median", "hyperband" or "none".
+        startup_trials: median pruner: finished trials first.
+        keep: trial folders kept: "best" or "all".
+        backtest: objective: the walk-forward loss of a backtest (the backtest sections).
+        heartbeat: seconds; a trial silent twice as long is failed.
+        sampler_seed: seed of the TPE sampler.
+        output_dir: study folder: trial-NNNN/, best.yaml (required).
+    """
+
+    space: Path | None = None
+    trials: int = 20
+    storage: str | None = None
+    study_name: str = "foxhunt"
+    pruner: Literal["median", "hyperband", "none"] = "median"
+    startup_trials: int = 2
+    keep: Literal["best", "all"] = "best"
+    backtest: bool = False
+    heartbeat: int = 60
+    sampler_seed: int | None = None
+    output_dir: Path | None = None
+
+
+def tune_command() -> Command:
+    """`foxhunt train`'s data, model and training sections (the base config; --config FILE
+    as for train), the backtest's (without its trials and jobs: the study's), the study."""
+    from foxhunt.backtest import BacktestConfig, CostModel
+
+    sections = (
+        DATA,
+        MODEL,
+        TRAINING,
+        Section("backtest", BacktestConfig, exclude=("costs", "trials", "jobs")),
+        Section("costs", CostModel),
+        Section("study", StudyOptions),
+    )
+    # --backtest is a switch, not a flag of its own: jsonargparse would read the option as the
+    # backtest section's name
+    taken = {"--config", "--preset", "--print-config", "--model-class", "--help", "--backtest"}
+    switch = Spelling("--backtest", lambda _: [("study.backtest", "true")], takes_value=False)
+    return Command(
+        prog="foxhunt tune",
+        description="Hyperparameter search (Optuna) over any config field (docs/tuning.md).",
+        sections=sections,
+        args=tuple(arguments(sections, taken)),
+        spellings=(*SPELLINGS, switch),
+        presets=preset,
+        extra=add_model_class,
+        set_aside={"data.split": split_refused},
+    )
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("tune", help="hyperparameter search (Optuna) over any config field")
-    shared = share_options(p, train_cli, backtest_cli.SHARED_GROUPS)
-    s = p.add_argument_group("study (see docs/tuning.md)")
-    s.add_argument("--space", type=Path, required=True, help="search space YAML")
-    s.add_argument(
-        "--config",
-        type=Path,
-        default=None,
-        metavar="FILE.yaml",
-        help="base config (data, model, training sections, as best.yaml or a run's "
-        "config.json), instead of the data, model and training flags",
+    # generated arguments, parsed by jsonargparse in `run` (as `foxhunt train`'s)
+    p = sub.add_parser(
+        "tune", help="hyperparameter search (Optuna) over any config field", add_help=False
     )
-    s.add_argument("--trials", type=int, default=20, help="finished or pruned trials in all")
-    s.add_argument(
-        "--storage", default=None, help="SQLAlchemy URL (default: sqlite:///DIR/study.db)"
-    )
-    s.add_argument("--study-name", default="foxhunt", help="the study in the database")
-    s.add_argument("--pruner", default="median", choices=["median", "hyperband", "none"])
-    s.add_argument(
-        "--startup-trials", type=int, default=2, help="median pruner: finished trials first"
-    )
-    s.add_argument("--keep", default="best", choices=["best", "all"], help="trial folders kept")
-    s.add_argument(
-        "--backtest",
-        action="store_true",
-        help="objective: the walk-forward loss of a backtest (the backtest flags below)",
-    )
-    s.add_argument(
-        "--heartbeat", type=int, default=60, help="seconds; a trial silent 2x as long is failed"
-    )
-    s.add_argument("--sampler-seed", type=int, default=None, help="seed of the TPE sampler")
-    s.add_argument(
-        "--output-dir", type=Path, required=True, help="study folder: trial-NNNN/, best.yaml"
-    )
-    groups = ("backtest (see docs/backtest.md)", "signal costs (defaults: ES)")
-    share_options(p, backtest_cli, groups, skip=NOT_FROM_BACKTEST)
-    p.set_defaults(run=run, shared_defaults=shared)
+    p.set_defaults(run=run, generated=True)
 
 
-def base_config(args: argparse.Namespace) -> RunConfig:
-    """`foxhunt train`'s flags, or --config FILE.yaml (then those flags stay at defaults)."""
-    if args.config is None:
-        return train_cli.run_config_from_args(args)
-    from foxhunt.tune import read_config_yaml
-
-    given = sorted(
-        "--" + dest.replace("_", "-")
-        for dest, default in args.shared_defaults.items()
-        if getattr(args, dest) != default
-    )
-    if given:
-        raise ConfigError(
-            f"--config {args.config} is the whole base config: set {', '.join(given)} in it "
-            "(or in the search space), not as flags"
-        )
-    return read_config_yaml(args.config)
-
-
-def run(args: argparse.Namespace) -> int:
+def run(parsed: argparse.Namespace) -> int:
+    parser, cfg, show = resolve(tune_command(), parsed.argv)
+    if show:
+        print(dump(parser, cfg), end="")
+        return 0
+    args = cfg.study
+    for name in ("space", "output_dir"):
+        if getattr(args, name) is None:
+            raise UsageError(f"tune: --{name.replace('_', '-')} is required")
+    args.space, args.output_dir = Path(args.space), Path(args.output_dir)
     try:
         import optuna  # noqa: F401  (the study's engine; an optional dependency)
     except ImportError:
         raise FoxhuntError(
             "foxhunt tune needs Optuna: pip install 'foxhunt[tune]' (optuna, SQLAlchemy)"
         ) from None
+    from foxhunt.backtest import BacktestConfig, CostModel
     from foxhunt.tune import BEST_FILE, TuneConfig, best_of, read_space, run_study
 
     check_readable_file(args.space, "search space (--space)")
-    if args.config is not None:
-        check_readable_file(args.config, "base config (--config)")
-    if args.data_file is not None:
-        source_files(args.data_file)  # a file, or a folder or glob holding some
+    if cfg.data.path is not None:
+        source_files(cfg.data.path)  # a file, or a folder or glob holding some
     check_output_path(args.output_dir)
     check_output_file(args.output_dir, "--output-dir")  # not RUN/checkpoints, RUN/report
-    base = base_config(args)
+    base = run_config(cfg)
     tune = TuneConfig(
         trials=args.trials,
         storage=args.storage,
@@ -102,7 +128,12 @@ def run(args: argparse.Namespace) -> int:
         pruner=args.pruner,
         startup_trials=args.startup_trials,
         keep=args.keep,
-        backtest=backtest_cli.backtest_config_from_args(args, trials=args.trials, jobs=1)
+        backtest=BacktestConfig(
+            **cfg.backtest.as_dict(),
+            costs=CostModel(**cfg.costs.as_dict()),
+            trials=args.trials,
+            jobs=1,
+        )
         if args.backtest
         else None,
         heartbeat=args.heartbeat,

@@ -37,7 +37,9 @@ def _read_raw(path: Path) -> pd.DataFrame:
                 if isinstance(frame.index, pd.DatetimeIndex):  # time kept as the index
                     frame = frame.reset_index()
                 return frame
-            return pd.read_csv(handle)
+            # a handle hides the suffix pandas infers compression from (.csv.gz)
+            compression = "gzip" if name.endswith(".gz") else None
+            return pd.read_csv(handle, compression=compression)
     except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise DataError(

@@ -65,25 +65,25 @@ INPUTS = ("static", "past", "future", "static_categorical", "scale", "vol_signal
 def used_inputs(config: RunConfig) -> tuple[str, ...]:
     """The inputs this model reads: empty static/future tensors and the absent optional ones
     are left out of the graph."""
-    m = config.model
+    m = config.model.inputs
     used = {
         "static": m.num_static > 0,
         "past": True,
         "future": m.num_future > 0,
-        "static_categorical": m.num_static_categorical > 0,
-        "scale": m.output == "baseline",
+        "static_categorical": len(m.static_cardinalities) > 0,
+        "scale": config.model.output == "baseline",
         "vol_signal": m.vol_signals > 0,
     }
     return tuple(name for name in INPUTS if used[name])
 
 
 def input_shapes(config: RunConfig) -> dict[str, list[int | str]]:
-    m = config.model
+    m = config.model.inputs
     return {
         "static": ["batch", m.num_static],
         "past": ["batch", m.lookback, m.num_past],
         "future": ["batch", m.horizon, m.num_future],
-        "static_categorical": ["batch", m.num_static_categorical],
+        "static_categorical": ["batch", len(m.static_cardinalities)],
         "scale": ["batch", m.horizon],
         "vol_signal": ["batch", m.vol_signals],
     }
@@ -99,7 +99,7 @@ class _Graph(nn.Module):
     def forward(self, *tensors: Tensor) -> Tensor:
         given = dict(zip(self.names, tensors, strict=True))
         past = given["past"]
-        m = self.config.model
+        m = self.config.model.inputs
         static = given.get("static")
         if static is None:
             static = past.new_zeros(past.shape[0], 0)

@@ -14,11 +14,12 @@ from torch import nn
 
 from foxhunt.baselines import fit_baselines
 from foxhunt.data import PreparedData, prepare_data
+from foxhunt.errors import ConfigError
 from foxhunt.exports.int8 import run_qat_config, save_qat_config
 from foxhunt.jobs.resume import checkpoint_location, load_saved_preprocessor
 from foxhunt.memory import MemoryProfiler
 from foxhunt.memory.oom import REPLAN_FRACTION, budget_bytes, fit_with_oom_guard
-from foxhunt.model.config import TFTConfig
+from foxhunt.model.config import DATA_FIELDS, TFTConfig
 from foxhunt.model.factory import build_model
 from foxhunt.model.size import check_step_fits_in_memory
 from foxhunt.quant import QATConfig
@@ -83,19 +84,29 @@ class JobResult:
 
 
 def fit_model_config(config: TFTConfig, data: PreparedData) -> TFTConfig:
-    """The data decides how many inputs the model sees; the user decides everything else."""
+    """The data decides how many inputs the model sees (``DATA_FIELDS``, left None by the
+    caller); the user decides everything else. A given value the data contradicts is
+    refused, naming the field."""
     schema = data.schema
-    return replace(
-        config,
-        num_static=len(schema.static_names),
-        static_cardinalities=tuple(schema.static_cardinalities),
-        num_past=len(schema.past_names),
-        num_future=len(schema.future_names),
-        lookback=data.train.lookback,
-        horizon=data.train.horizon,
+    derived: dict[str, Any] = {
+        "num_static": len(schema.static_names),
+        "static_cardinalities": tuple(schema.static_cardinalities),
+        "num_past": len(schema.past_names),
+        "num_future": len(schema.future_names),
+        "lookback": data.train.lookback,
+        "horizon": data.train.horizon,
         # the signal is the data's (fast_window); only the baseline output leans on it
-        vol_signals=1 if data.preprocessor.fast_window and config.output == "baseline" else 0,
-    )
+        "vol_signals": 1 if data.preprocessor.fast_window and config.output == "baseline" else 0,
+    }
+    assert set(derived) == set(DATA_FIELDS), "fit_model_config must fill every data field"
+    for name, value in derived.items():
+        given = getattr(config, name)
+        if given is not None and given != value:
+            raise ConfigError(
+                f"TFTConfig.{name}={given!r} but the data gives {value!r}: leave it unset "
+                "(None) to take it from the data"
+            )
+    return replace(config, **derived)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -166,15 +177,15 @@ def train(
     for transform in model_transforms:
         transform(model)
     checkpointed = checkpointed_segments(model)
-    params = sum(p.numel() for p in model.parameters())
+    params, inputs = sum(p.numel() for p in model.parameters()), model_config.inputs
     log.info(
         "model: %d parameters; %d static, %d past, %d future inputs; lookback %d, horizon %d",
         params,
-        model_config.num_static + len(model_config.static_cardinalities),
-        model_config.num_past,
-        model_config.num_future,
-        model_config.lookback,
-        model_config.horizon,
+        inputs.num_static + len(inputs.static_cardinalities),
+        inputs.num_past,
+        inputs.num_future,
+        inputs.lookback,
+        inputs.horizon,
     )
     if ctx.is_main:
         if not options.resume:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from itertools import pairwise
-from typing import Any
+from typing import Any, Literal, NamedTuple, get_args
 
 from foxhunt.config_fields import check_known_fields, with_legacy_values
 from foxhunt.errors import ConfigError
 
 #: Top-level segments of :class:`~foxhunt.model.tft.TemporalFusionTransformer`, in forward
 #: order; the names an activation-checkpointing policy may list.
-SEGMENTS = (
+Segment = Literal[
     "static_vsn",
     "past_vsn",
     "future_vsn",
@@ -19,11 +19,40 @@ SEGMENTS = (
     "lstm_encoder",
     "lstm_decoder",
     "fusion_decoder",
-)
-CHECKPOINT_MODES = ("none", "full")
-OUTPUTS = ("direct", "baseline")
+]
+SEGMENTS: tuple[str, ...] = get_args(Segment)
+CheckpointMode = Literal["none", "full"]
+Output = Literal["direct", "baseline"]
+CHECKPOINT_MODES: tuple[str, ...] = get_args(CheckpointMode)
+OUTPUTS: tuple[str, ...] = get_args(Output)
 MAX_LSTM_LAYERS = 64
 MAX_VOL_SIGNALS = 8  # a handful of volatility estimates; more is a mistake, not a model
+#: Fields the data decides (the job fills them from the prepared data, ``fit_model_config``):
+#: None in a config not yet fitted to data; never user flags.
+DATA_FIELDS = (
+    "num_static",
+    "static_cardinalities",
+    "num_past",
+    "num_future",
+    "lookback",
+    "horizon",
+    "vol_signals",
+)
+#: The input counts: a caller who gives all of them describes the inputs by hand, and then
+#: no categoricals and no volatility signal unless given (as before these fields were None).
+_COUNTS = ("num_static", "num_past", "num_future", "lookback", "horizon")
+
+
+class ModelInputs(NamedTuple):
+    """The data-derived fields of a fitted ``TFTConfig``, typed as set (``TFTConfig.inputs``)."""
+
+    num_static: int
+    static_cardinalities: tuple[int, ...]
+    num_past: int
+    num_future: int
+    lookback: int
+    horizon: int
+    vol_signals: int
 
 
 def _fail(name: str, value: object, fix: str) -> ConfigError:
@@ -37,33 +66,42 @@ class TFTConfig:
     Shapes the model expects: static [B, num_static], static_categorical
     [B, len(static_cardinalities)], past [B, lookback, num_past], future
     [B, horizon, num_future]; it predicts [B, horizon, len(quantiles)].
+
+    The fields of ``DATA_FIELDS`` come from the data: left None, the job fills them from the
+    prepared data (``foxhunt.jobs.fit_model_config``, which refuses a given value the data
+    contradicts), and a model is never built from a config that still lacks one. Given all
+    five counts (``num_static``, ``num_past``, ``num_future``, ``lookback``, ``horizon``), a
+    config describes its inputs by hand: ``static_cardinalities`` then defaults to () and
+    ``vol_signals`` to 0.
     """
 
-    num_static: int
-    """Static real-valued variables per window (>= 0)."""
-    static_cardinalities: tuple[int, ...] = ()
-    """Number of categories of each static categorical variable (each >= 1)."""
-    num_past: int
-    """Inputs seen over the lookback, observed and known together (>= 1)."""
-    num_future: int
-    """Known inputs over the horizon (>= 0; 0 feeds the decoder a learned embedding)."""
-    hidden_size: int = 64
+    num_static: int | None = None
+    """Static real-valued variables per window (>= 0). From the data, like every field of
+    ``DATA_FIELDS``: None = filled by the job from the prepared data."""
+    static_cardinalities: tuple[int, ...] | None = None
+    """Number of categories of each static categorical variable (each >= 1). From the data."""
+    num_past: int | None = None
+    """Inputs seen over the lookback, observed and known together (>= 1). From the data."""
+    num_future: int | None = None
+    """Known inputs over the horizon (>= 0; 0 feeds the decoder a learned embedding). From
+    the data."""
+    hidden_size: int = 32
     """Width d_model of every block after variable selection."""
-    variable_hidden_size: int = 16
+    variable_hidden_size: int = 8
     """Width of each variable's input embedding inside the variable selection networks."""
     attention_heads: int = 4
     """Heads of the interpretable attention; must divide hidden_size."""
-    lookback: int
-    """Past time steps the encoder sees (>= 1)."""
-    horizon: int
-    """Future time steps predicted (>= 1)."""
+    lookback: int | None = None
+    """Past time steps the encoder sees (>= 1). From the data (``DataConfig.lookback``)."""
+    horizon: int | None = None
+    """Future time steps predicted (>= 1). From the data (``DataConfig.horizon``)."""
     quantiles: tuple[float, ...] = (0.1, 0.5, 0.9)
     """Predicted quantile levels, strictly increasing, each in (0, 1)."""
     dropout: float = 0.1
     """Dropout rate on the input of every gating layer, in [0, 1)."""
     lstm_layers: int = 1
     """Stacked LSTM layers in the encoder and in the decoder (>= 1)."""
-    output: str = "baseline"
+    output: Output = "baseline"
     """What the output head predicts. "baseline" (the default since it won on validation,
     docs/forecasting.md): a correction, in standardized units, to the Gaussian quantiles of a rolling
     volatility baseline: quantiles = batch.scale * (z_q + correction), where batch.scale [B, H]
@@ -77,7 +115,7 @@ class TFTConfig:
     z_q (a starts at 0), i.e. how much wider or narrower than Gaussian each quantile is.
     None (the default) = on for output="baseline", off for "direct"; runs saved before the
     default changed load with False."""
-    vol_signals: int = 0
+    vol_signals: int | None = None
     """With output="baseline": volatility signals the baseline leans on (batch.vol_signal
     [B, K], each the log ratio of a faster volatility to the base one): the scale becomes
     batch.scale * exp(w . signal), w learned and starting at 0. Set from the data (1 when
@@ -87,21 +125,24 @@ class TFTConfig:
     and Galichon 2010), in training and prediction alike, so they never cross; sorting can
     only lower the pinball loss of a crossed forecast. Runs saved before the field load
     with False."""
-    checkpointing: str | tuple[str, ...] = "none"
+    checkpointing: CheckpointMode | tuple[Segment, ...] = "none"
     """Activation checkpointing policy: "none", "full", or a tuple of names from ``SEGMENTS``.
     A switch only: ``foxhunt.transforms.apply_model_transforms`` checkpoints the model built
     from this config accordingly where models are built (the job, ``load_run``, the export
     loader); a bare ``TemporalFusionTransformer(config)`` is not checkpointed."""
 
     def __post_init__(self) -> None:
-        _check_int(self.num_static, "num_static", 0)
-        _check_int(self.num_past, "num_past", 1)
-        _check_int(self.num_future, "num_future", 0)
+        if all(getattr(self, name) is not None for name in _COUNTS):  # inputs given by hand
+            for name, value in (("static_cardinalities", ()), ("vol_signals", 0)):
+                if getattr(self, name) is None:
+                    object.__setattr__(self, name, value)
+        for name, low in (("num_static", 0), ("num_past", 1), ("num_future", 0)):
+            _check_int(getattr(self, name), name, low, from_data=True)
         _check_int(self.hidden_size, "hidden_size", 1)
         _check_int(self.variable_hidden_size, "variable_hidden_size", 1)
         _check_int(self.attention_heads, "attention_heads", 1)
-        _check_int(self.lookback, "lookback", 1)
-        _check_int(self.horizon, "horizon", 1)
+        _check_int(self.lookback, "lookback", 1, from_data=True)
+        _check_int(self.horizon, "horizon", 1, from_data=True)
         _check_int(self.lstm_layers, "lstm_layers", 1)
         if self.lstm_layers > MAX_LSTM_LAYERS:  # a module per layer: a huge count never builds
             raise _fail("lstm_layers", self.lstm_layers, f"must be <= {MAX_LSTM_LAYERS}")
@@ -114,8 +155,9 @@ class TFTConfig:
         cards = self.static_cardinalities
         if isinstance(cards, list):
             object.__setattr__(self, "static_cardinalities", cards := tuple(cards))
-        if not isinstance(cards, tuple) or not all(
-            _is_int(c) and 1 <= c <= MAX_SIZE for c in cards
+        if cards is not None and (
+            not isinstance(cards, tuple)
+            or not all(_is_int(c) and 1 <= c <= MAX_SIZE for c in cards)
         ):
             raise _fail(
                 "static_cardinalities",
@@ -138,8 +180,8 @@ class TFTConfig:
             raise _fail("learn_spread", True, 'only applies to output="baseline"; set it there')
         if not isinstance(self.sort_quantiles, bool):
             raise _fail("sort_quantiles", self.sort_quantiles, "must be True or False")
-        _check_int(self.vol_signals, "vol_signals", 0)
-        if self.vol_signals > MAX_VOL_SIGNALS:
+        _check_int(self.vol_signals, "vol_signals", 0, from_data=True)
+        if self.vol_signals is not None and self.vol_signals > MAX_VOL_SIGNALS:
             raise _fail("vol_signals", self.vol_signals, f"must be <= {MAX_VOL_SIGNALS}")
         if self.vol_signals and self.output != "baseline":
             raise _fail("vol_signals", self.vol_signals, 'only applies to output="baseline"')
@@ -181,7 +223,27 @@ class TFTConfig:
     @property
     def num_static_categorical(self) -> int:
         """Static categorical variables (C)."""
-        return len(self.static_cardinalities)
+        return len(self.static_cardinalities or ())
+
+    @property
+    def unfilled(self) -> tuple[str, ...]:
+        """The fields of ``DATA_FIELDS`` still None (empty once fitted to the data)."""
+        return tuple(name for name in DATA_FIELDS if getattr(self, name) is None)
+
+    @property
+    def inputs(self) -> ModelInputs:
+        """The data-derived fields; ConfigError (``require_filled``) while any is unset."""
+        self.require_filled()
+        return ModelInputs(*(getattr(self, name) for name in DATA_FIELDS))
+
+    def require_filled(self) -> None:
+        """ConfigError naming the data-derived fields still unset: no model is built then."""
+        if self.unfilled:
+            raise ConfigError(
+                f"TFTConfig.{', '.join(self.unfilled)} unset: these come from the data; build "
+                "the model through the job (foxhunt.jobs.fit_model_config fills them from the "
+                "prepared data) or give them"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict (tuples become lists); ``from_dict`` rebuilds the same config."""
@@ -199,10 +261,14 @@ class TFTConfig:
         for key in ("static_cardinalities", "quantiles"):
             if isinstance(kwargs.get(key), list):
                 kwargs[key] = tuple(kwargs[key])
-        try:
-            return cls(**kwargs)
-        except TypeError as err:  # a required field is missing
-            raise ConfigError(f"TFTConfig: {err}; give every required field") from None
+        config = cls(**kwargs)
+        # saved either fitted to its data (config.json) or not at all (a backtest's base run)
+        if len(config.unfilled) not in (0, len(DATA_FIELDS)):
+            raise ConfigError(
+                f"TFTConfig: {', '.join(config.unfilled)} missing; a saved config gives every "
+                f"field of {DATA_FIELDS} or none"
+            )
+        return config
 
 
 def _is_int(value: object) -> bool:
@@ -214,7 +280,9 @@ def _is_int(value: object) -> bool:
 MAX_SIZE = 2**31 - 1
 
 
-def _check_int(value: object, name: str, minimum: int) -> None:
+def _check_int(value: object, name: str, minimum: int, *, from_data: bool = False) -> None:
+    if value is None and from_data:  # filled by the job from the data
+        return
     if not _is_int(value):
         raise _fail(name, value, f"must be an int >= {minimum}")
     assert isinstance(value, int)

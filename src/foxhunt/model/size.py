@@ -31,7 +31,8 @@ def parameter_count(config: TFTConfig, model_class: str = DEFAULT_MODEL) -> int:
 
 def buffer_bytes(config: TFTConfig) -> int:
     """The one size-dependent buffer: the decoder's causal mask, H x (L + H) bools."""
-    return config.horizon * (config.lookback + config.horizon)
+    d = config.inputs
+    return d.horizon * (d.lookback + d.horizon)
 
 
 def check_fits_in_memory(
@@ -62,8 +63,9 @@ def activation_bytes(config: TFTConfig, batch_size: int) -> int:
     """A floor on one training step's saved activations: one fp32 value per variable per
     hidden unit per time step, plus the attention weights (T x T per head). The real peak is
     several times this; it only has to expose what cannot possibly fit."""
-    steps = config.lookback + config.horizon
-    variables = config.num_static + config.num_past + config.num_future + 1
+    d = config.inputs
+    steps = d.lookback + d.horizon
+    variables = d.num_static + d.num_past + d.num_future + 1
     per_sample = steps * config.hidden_size * variables + config.attention_heads * steps * steps
     return 4 * batch_size * per_sample
 

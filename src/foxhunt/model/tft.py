@@ -41,6 +41,7 @@ class TemporalFusionTransformer(nn.Module):
 
     def __init__(self, config: TFTConfig) -> None:
         super().__init__()
+        d = config.inputs  # the data-derived sizes; ConfigError if unset: never guessed here
         self.config = cfg = config
         h, p = cfg.hidden_size, cfg.dropout
 
@@ -51,21 +52,19 @@ class TemporalFusionTransformer(nn.Module):
             )  # fmt: skip
 
         # variable selection (section 4.2); no static variables: a learned static embedding
-        has_static = cfg.num_static + cfg.num_static_categorical > 0
+        has_static = d.num_static + cfg.num_static_categorical > 0
         self.static_vsn = (
-            vsn(cfg.num_static, cfg.static_cardinalities, None)
-            if has_static
-            else LearnedInput((), h)
+            vsn(d.num_static, d.static_cardinalities, None) if has_static else LearnedInput((), h)
         )
-        self.past_vsn = vsn(cfg.num_past)
+        self.past_vsn = vsn(d.num_past)
         # no known future inputs: the decoder LSTM reads a learned [H, hidden] embedding
-        self.future_vsn = vsn(cfg.num_future) if cfg.num_future else LearnedInput((cfg.horizon,), h)
+        self.future_vsn = vsn(d.num_future) if d.num_future else LearnedInput((d.horizon,), h)
         self.static_encoders = StaticCovariateEncoders(h, p)  # section 4.3
         self.lstm_encoder = LSTMEncoder(h, h, cfg.lstm_layers, p)  # section 4.5.1
         self.lstm_decoder = LSTMDecoder(h, h, cfg.lstm_layers, p)
         self.post_lstm_gate = GateAddNorm(h, h, p)  # eq. 17's phi~
         self.fusion_decoder = TemporalFusionDecoder(
-            h, cfg.attention_heads, p, cfg.lookback, cfg.horizon
+            h, cfg.attention_heads, p, d.lookback, d.horizon
         )
         self.output_head = nn.Linear(h, len(cfg.quantiles))  # eq. 23
         self.baseline: BaselineQuantiles | None = None
@@ -74,9 +73,9 @@ class TemporalFusionTransformer(nn.Module):
             nn.init.zeros_(self.output_head.bias)
             self.baseline = BaselineQuantiles(
                 cfg.quantiles,
-                cfg.horizon,
+                d.horizon,
                 learn_spread=bool(cfg.learn_spread),
-                signals=cfg.vol_signals,
+                signals=d.vol_signals,
             )
 
     def forward(self, batch: TFTBatch, return_attention: bool = False) -> TFTOutput:
@@ -121,16 +120,15 @@ def _per_layer(state: Tensor, layers: int) -> Tensor:
 
 def check_batch(batch: TFTBatch, cfg: TFTConfig) -> None:
     """Raise ValueError naming the tensor, the expected and the actual shape or dtype."""
+    d = cfg.inputs
     if not isinstance(batch.past, Tensor) or batch.past.dim() != 3:
         got = list(batch.past.shape) if isinstance(batch.past, Tensor) else type(batch.past)
-        raise ValueError(
-            f"batch.past: expected shape [B, {cfg.lookback}, {cfg.num_past}], got {got}"
-        )
+        raise ValueError(f"batch.past: expected shape [B, {d.lookback}, {d.num_past}], got {got}")
     b = batch.past.shape[0]
     expected = {
-        "static": [b, cfg.num_static],
-        "past": [b, cfg.lookback, cfg.num_past],
-        "future": [b, cfg.horizon, cfg.num_future],
+        "static": [b, d.num_static],
+        "past": [b, d.lookback, d.num_past],
+        "future": [b, d.horizon, d.num_future],
     }
     for name, shape in expected.items():
         _check(getattr(batch, name), f"batch.{name}", shape, b, floating=True)
@@ -139,7 +137,7 @@ def check_batch(batch: TFTBatch, cfg: TFTConfig) -> None:
         raise ValueError(
             f"batch.static_categorical: expected int64 codes of shape [{b}, "
             f"{cfg.num_static_categorical}] (config.static_cardinalities="
-            f"{cfg.static_cardinalities}), got None"
+            f"{d.static_cardinalities}), got None"
         )
     if codes is not None:
         _check(
@@ -149,19 +147,19 @@ def check_batch(batch: TFTBatch, cfg: TFTConfig) -> None:
         if batch.scale is None:
             raise ValueError(
                 f'batch.scale: a model with output="baseline" forecasts relative to the '
-                f"baseline's standard deviation of each target, shape [{b}, {cfg.horizon}], "
+                f"baseline's standard deviation of each target, shape [{b}, {d.horizon}], "
                 "got None; use windows from a preprocessor with a volatility profile "
                 '(version 2: retrain) or a model with output="direct"'
             )
-        _check(batch.scale, "batch.scale", [b, cfg.horizon], b, floating=True)
-    if cfg.vol_signals:
+        _check(batch.scale, "batch.scale", [b, d.horizon], b, floating=True)
+    if d.vol_signals:
         if batch.vol_signal is None:
             raise ValueError(
-                f"batch.vol_signal: this model leans on {cfg.vol_signals} volatility signal(s), "
-                f"shape [{b}, {cfg.vol_signals}], got None; use windows from its own run's "
+                f"batch.vol_signal: this model leans on {d.vol_signals} volatility signal(s), "
+                f"shape [{b}, {d.vol_signals}], got None; use windows from its own run's "
                 "preprocessor (DataConfig.fast_window)"
             )
-        _check(batch.vol_signal, "batch.vol_signal", [b, cfg.vol_signals], b, floating=True)
+        _check(batch.vol_signal, "batch.vol_signal", [b, d.vol_signals], b, floating=True)
 
 
 def _check(t: object, name: str, shape: list[int], b: int, floating: bool) -> None:

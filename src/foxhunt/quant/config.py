@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 from foxhunt.config_fields import check_known_fields
 from foxhunt.errors import ConfigError
 
 #: torch.backends.quantized engines an int8 export may target.
-BACKENDS = ("x86", "fbgemm", "onednn", "qnnpack")
+Backend = Literal["x86", "fbgemm", "onednn", "qnnpack"]
+BACKENDS: tuple[str, ...] = get_args(Backend)
 #: How the LSTM layers are quantized (see ``QATConfig.lstm``).
-LSTM_MODES = ("int8-weights", "dynamic", "fp32")
+LSTMMode = Literal["int8-weights", "dynamic", "fp32"]
+LSTM_MODES: tuple[str, ...] = get_args(LSTMMode)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -22,7 +24,7 @@ class QATConfig:
     """Training steps (train-mode forward passes) during which the observers track weight and
     activation ranges; after them every scale and zero point is frozen and only the weights
     keep learning under fixed quantization grids (>= 1)."""
-    backend: str = "onednn"
+    backend: Backend = "onednn"
     """torch.backends.quantized engine the int8 model is packed for; picks torch's default
     QAT qconfig for it. "onednn": 8-bit activations, and the int8 model computes what the
     fake-quant model simulated (torch.ao's own int8 kernels need a CPU with VNNI for that,
@@ -30,7 +32,7 @@ class QATConfig:
     "x86"/"fbgemm": 7-bit activations (``reduce_range``), safe on older CPUs, but torch's
     convert does not clamp to the 7-bit range, so activations beyond the frozen range differ
     between the fake-quant and the int8 model (see docs/QAT_GUIDE.md)."""
-    lstm: str = "int8-weights"
+    lstm: LSTMMode = "int8-weights"
     """LSTM layers: "int8-weights" fake-quantizes their weights (per gate unit) and stores
     them int8, computed by the FP32 LSTM kernel (exactly what QAT simulated; faster than
     torch's int8 LSTM here, see docs/QAT_GUIDE.md); "dynamic" converts them to torch's

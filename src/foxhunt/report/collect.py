@@ -134,5 +134,5 @@ def collect_from(
         past_importance=found["past"],
         future_importance=found["future"],
         attention=found["attention"],
-        lookback=config.lookback,
+        lookback=config.inputs.lookback,
     )

@@ -10,9 +10,12 @@ import torch
 from foxhunt.config_fields import check_known_fields, with_legacy_values
 from foxhunt.errors import ConfigError, FoxhuntError
 
-DEVICES = ("auto", "cpu", "cuda")
-PRECISIONS = ("fp32", "bf16", "fp16")
-LOSS_WEIGHTINGS = ("none", "inverse_scale")
+Device = Literal["auto", "cpu", "cuda"]
+Precision = Literal["fp32", "bf16", "fp16"]
+LossWeighting = Literal["none", "inverse_scale"]
+DEVICES: tuple[str, ...] = get_args(Device)
+PRECISIONS: tuple[str, ...] = get_args(Precision)
+LOSS_WEIGHTINGS: tuple[str, ...] = get_args(LossWeighting)
 LRSchedule = Literal["constant", "cosine", "onecycle"]
 LR_SCHEDULES: tuple[str, ...] = get_args(LRSchedule)
 
@@ -64,7 +67,7 @@ class TrainingConfig:
             0 with onecycle = lr / 25e4 (torch's default).
     """
 
-    epochs: int = 10
+    epochs: int = 5
     batch_size: int = 64
     eval_batch_size: int = 512
     lr: float = 1e-3
@@ -73,12 +76,12 @@ class TrainingConfig:
     patience: int = 3
     min_delta: float = 0.0
     seed: int = 0
-    device: str = "auto"
-    precision: str = "fp32"
+    device: Device = "auto"
+    precision: Precision = "fp32"
     max_steps_per_epoch: int | None = None
     max_nonfinite_steps: int = 5
     num_workers: int = 0
-    loss_weighting: str = "none"
+    loss_weighting: LossWeighting = "none"
     validate_initial: bool = True
     calibrate: bool = True
     initial_confidence: float = 0.95

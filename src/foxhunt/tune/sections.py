@@ -15,7 +15,7 @@ import yaml
 
 from foxhunt.data import DataConfig
 from foxhunt.errors import ConfigError
-from foxhunt.model.config import TFTConfig
+from foxhunt.model.config import DATA_FIELDS, TFTConfig
 from foxhunt.runs import RunConfig
 from foxhunt.storage import atomic_write_bytes
 from foxhunt.storage.bounded import UnsafeFileError, read_bytes_bounded
@@ -28,17 +28,9 @@ YAML_MAX_NODES = 100_000
 
 SECTIONS: dict[str, type] = {"data": DataConfig, "model": TFTConfig, "training": TrainingConfig}
 
-#: model fields the job fills from the data (jobs/train.fit_model_config): a YAML file may
-#: leave them out, and a search space may not set them (search data.lookback instead)
-DATA_DERIVED = (
-    "num_static",
-    "static_cardinalities",
-    "num_past",
-    "num_future",
-    "lookback",
-    "horizon",
-    "vol_signals",
-)
+#: model fields the job fills from the data (jobs/train.fit_model_config): a YAML file's are
+#: set aside, and a search space may not set them (search data.lookback instead)
+DATA_DERIVED = DATA_FIELDS
 
 
 @cache
@@ -65,13 +57,6 @@ def coerce(section: str, name: str, value: Any) -> Any:
     return value
 
 
-def placeholder_model(data: DataConfig) -> TFTConfig:
-    """Today's model defaults with the inputs the job replaces from the data."""
-    return TFTConfig(
-        num_static=0, num_past=1, num_future=0, lookback=data.lookback, horizon=data.horizon
-    )
-
-
 def config_from_mapping(raw: Any, where: str) -> RunConfig:
     """``RunConfig.to_dict()``'s format; a field left out has today's default (never the
     value-then of ``config_fields.LEGACY_VALUES``, which is for saved runs)."""
@@ -86,9 +71,11 @@ def config_from_mapping(raw: Any, where: str) -> RunConfig:
         if not isinstance(part, Mapping):
             raise ConfigError(f"{where}: section {section} must be a mapping of fields")
         given[section] = {k: coerce(section, str(k), v) for k, v in part.items()}
+    for name in DATA_DERIVED:  # a run's config.json has them: the job takes them from the data
+        given["model"].pop(name, None)
     try:
         data = DataConfig.from_dict({**DataConfig().to_dict(), **given["data"]})
-        model = TFTConfig.from_dict({**placeholder_model(data).to_dict(), **given["model"]})
+        model = TFTConfig.from_dict({**TFTConfig().to_dict(), **given["model"]})
         training = TrainingConfig.from_dict({**TrainingConfig().to_dict(), **given["training"]})
         extra = {"model_class": raw["model_class"]} if "model_class" in raw else {}
         return RunConfig(data=data, model=model, training=training, **extra)
@@ -162,7 +149,5 @@ def write_config_yaml(path: Path, config: Mapping[str, Any], header: str) -> Non
 
 
 def with_data(config: RunConfig, **changes: Any) -> RunConfig:
-    """``config`` with data fields changed and the model's window kept equal to the data's."""
-    data = replace(config.data, **changes)
-    model = replace(config.model, lookback=data.lookback, horizon=data.horizon)
-    return replace(config, data=data, model=model)
+    """``config`` with data fields changed (the model's window, from the data, left unset)."""
+    return replace(config, data=replace(config.data, **changes))

@@ -1,0 +1,149 @@
+"""One resolved config from every source, in order: the dataclass defaults, ``--preset``,
+each ``--config FILE`` (YAML or JSON; later wins), then the flags, wherever they stand.
+
+A run folder's config.json is a valid ``--config``: what it holds beyond the user's settings
+(``versions``, the model's input counts, which the job takes from the data again) is set
+aside. ``--print-config`` prints the result as YAML, itself a valid ``--config``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from foxhunt.cli.generated import Arg, Section, Spelling, check_numbers, explain, normalize
+from foxhunt.cli.presets import PRESETS
+from foxhunt.errors import UsageError
+from foxhunt.input_path import check_readable_file
+
+#: keys of a saved config.json that are no user setting, set aside when it is a --config
+SAVED_ONLY = ("versions",)
+
+
+@dataclass(frozen=True)
+class Command:
+    """A subcommand whose arguments are generated from config sections."""
+
+    prog: str
+    description: str
+    sections: tuple[Section, ...]
+    args: tuple[Arg, ...]
+    spellings: tuple[Spelling, ...]
+    presets: Callable[[str], dict[str, Any]]
+    extra: Callable[[Any], None]  # adds hand-written arguments (none today but model_class)
+    #: an excluded field's key -> why a value a config file gives it is refused (None: the
+    #: value is dropped, as every other excluded field's is)
+    set_aside: dict[str, Callable[[Any], str | None]]
+
+
+def build(command: Command) -> Any:
+    from jsonargparse import ArgumentParser
+
+    from foxhunt.cli.generated import add_arguments
+
+    parser = ArgumentParser(
+        prog=command.prog,
+        usage=f"{command.prog} [--preset NAME] [--config FILE ...] [--FLAG VALUE ...] [--print-config]",
+        description=command.description,
+        exit_on_error=False,
+    )
+    src = parser.add_argument_group("config sources (docs/configuration.md)")
+    src.add_argument("--config", action="append", help="YAML or JSON config (config.json of "
+                     "a run too); several: later wins; flags override them")  # fmt: skip
+    names = ", ".join(PRESETS)
+    src.add_argument("--preset", help=f"a named starting point (cli/presets.py): {names}")
+    src.add_argument("--print-config", action="store_true", help="print the resolved config "
+                     "as YAML and exit")  # fmt: skip
+    command.extra(parser)
+    add_arguments(parser, command.sections, command.args)
+    return parser
+
+
+def split_sources(argv: Sequence[str]) -> tuple[list[str], str | None, bool, list[str]]:
+    """(config files, preset, print?, the rest) from ``argv``."""
+    configs, preset, show, rest = [], None, False, []
+    i = 0
+    while i < len(argv):
+        flag, eq, value = argv[i].partition("=")
+        i += 1
+        if flag == "--print-config":
+            show = True
+        elif flag in ("--config", "--preset"):
+            if not eq:
+                if i >= len(argv):
+                    raise UsageError(f"{flag} needs a value")
+                value, i = argv[i], i + 1
+            if flag == "--config":
+                configs.append(value)
+            else:
+                preset = value
+        else:
+            rest.append(argv[i - 1])
+    return configs, preset, show, rest
+
+
+def read_config(path: str, command: Command) -> dict[str, Any]:
+    import yaml
+
+    check_readable_file(Path(path))
+    try:
+        data = yaml.safe_load(Path(path).read_text())  # JSON is YAML
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        first = " ".join(str(exc).split())
+        raise UsageError(f"--config {path}: not YAML or JSON ({first})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise UsageError(f"--config {path}: expected a mapping of sections, got {type(data)}")
+    for key in SAVED_ONLY:
+        data.pop(key, None)
+    for s in command.sections:
+        section = data.get(s.name)
+        if isinstance(section, dict):
+            for name in s.exclude:  # not user settings: the code sets them
+                key = s.key(name)
+                if key in command.set_aside and section.get(name) is not None:
+                    why = command.set_aside[key](section[name])
+                    if why:
+                        raise UsageError(f"--config {path}: {key}: {why}")
+                section.pop(name, None)
+    return data
+
+
+def resolve(command: Command, argv: Sequence[str]) -> tuple[Any, Any, bool]:
+    """(parser, resolved namespace, print?) for ``argv``."""
+    configs, preset, show, rest = split_sources(argv)
+    parser = build(command)
+    cfg = parser.get_defaults()
+    layers = [(f"--preset {preset}", command.presets(preset))] if preset else []
+    layers += [(f"--config {path}", read_config(path, command)) for path in configs]
+    for where, layer in layers:
+        try:
+            cfg = parser.parse_object(layer, namespace=cfg)
+            check_numbers(flat(cfg), command.args)  # here, to name the file of a bad value
+        except argparse.ArgumentError as exc:
+            raise UsageError(f"{where}: {explain(str(exc), command.args)}") from None
+        except UsageError as exc:
+            raise UsageError(f"{where}: {exc}") from None
+    flags = normalize(rest, command.args, command.spellings)
+    try:
+        cfg = parser.parse_args(flags, namespace=cfg)
+    except argparse.ArgumentError as exc:
+        raise UsageError(explain(str(exc), command.args)) from None
+    check_numbers(flat(cfg), command.args, command.spellings)
+    return parser, cfg, show
+
+
+def flat(cfg: Any) -> dict[str, Any]:
+    return {k: v for k, v in cfg.items() if not isinstance(v, dict)}
+
+
+def dump(parser: Any, cfg: Any) -> str:
+    """The resolved config as YAML, without the sources themselves."""
+    out = cfg.clone()
+    for key in ("config", "preset", "print_config"):
+        out.pop(key, None)
+    return str(parser.dump(out, skip_unset=False))
