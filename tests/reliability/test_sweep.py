@@ -136,7 +136,7 @@ def test_tune_inputs_are_named_for_what_they_are(tmp_path: Path) -> None:
     assert ".parquet" not in line
     fifo = tmp_path / "config.yaml"
     os.mkfifo(fifo)  # reading it would block forever
-    refused([*tune, "--space", space, "--config", fifo], "base config", "named pipe")
+    refused([*tune, "--space", space, "--config", fifo], "config (--config)", "named pipe")
     assert not out.exists()
 
 

@@ -86,14 +86,11 @@ def split_sources(argv: Sequence[str]) -> tuple[list[str], str | None, bool, lis
 
 
 def read_config(path: str, command: Command) -> dict[str, Any]:
-    import yaml
+    from foxhunt.storage.bounded_yaml import load_yaml, read_yaml_text
 
-    check_readable_file(Path(path))
-    try:
-        data = yaml.safe_load(Path(path).read_text())  # JSON is YAML
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        first = " ".join(str(exc).split())
-        raise UsageError(f"--config {path}: not YAML or JSON ({first})") from None
+    check_readable_file(Path(path), "config (--config)")
+    where = f"--config {path}"
+    data = load_yaml(read_yaml_text(Path(path), where), where)  # JSON is YAML
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -38,8 +38,7 @@ def _read_raw(path: Path) -> pd.DataFrame:
                     frame = frame.reset_index()
                 return frame
             # a handle hides the suffix pandas infers compression from (.csv.gz)
-            compression = "gzip" if name.endswith(".gz") else None
-            return pd.read_csv(handle, compression=compression)
+            return pd.read_csv(handle, compression="gzip" if name.endswith(".gz") else None)
     except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise DataError(

@@ -18,13 +18,8 @@ from foxhunt.errors import ConfigError
 from foxhunt.model.config import DATA_FIELDS, TFTConfig
 from foxhunt.runs import RunConfig
 from foxhunt.storage import atomic_write_bytes
-from foxhunt.storage.bounded import UnsafeFileError, read_bytes_bounded
+from foxhunt.storage.bounded_yaml import load_yaml, read_yaml_text
 from foxhunt.training.config import TrainingConfig
-
-#: bounds of a YAML input (a config or search space is a few hundred bytes, 3 levels deep)
-YAML_LIMIT = 1 << 20
-YAML_MAX_DEPTH = 32
-YAML_MAX_NODES = 100_000
 
 SECTIONS: dict[str, type] = {"data": DataConfig, "model": TFTConfig, "training": TrainingConfig}
 
@@ -89,56 +84,6 @@ def read_config_yaml(path: Path) -> RunConfig:
     """A run config from ``path`` (``foxhunt tune --config``; a run's config.json too)."""
     where = f"--config {path}"
     return config_from_mapping(load_yaml(read_yaml_text(path, where), where), where)
-
-
-def read_yaml_text(path: Path, where: str) -> str:
-    """The text of a YAML input, at most ``YAML_LIMIT`` bytes (size checked before reading)."""
-    try:
-        return read_bytes_bounded(Path(path), YAML_LIMIT).decode()
-    except UnsafeFileError as exc:
-        raise ConfigError(f"{where}: {exc}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{where}: cannot read it ({exc})") from None
-
-
-def load_yaml(text: str, where: str) -> Any:
-    """``yaml.safe_load`` within bounds: nesting and the size with every alias expanded are
-    counted on the event stream first (no recursion), so an alias bomb or ``[[[[...]]]]``
-    is one line, not a hang or a RecursionError."""
-    try:
-        _check_yaml_shape(text, where)
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        first = " ".join(str(exc).split())
-        raise ConfigError(f"{where}: not valid YAML ({first})") from None
-
-
-def _check_yaml_shape(text: str, where: str) -> None:
-    sizes: dict[str, int] = {}  # anchor -> nodes it expands to
-    open_: list[tuple[str | None, int]] = [(None, 0)]  # collections being read: anchor, nodes
-    for event in yaml.parse(text, Loader=yaml.SafeLoader):
-        if isinstance(event, yaml.CollectionStartEvent):
-            open_.append((event.anchor, 1))
-            if len(open_) > YAML_MAX_DEPTH:
-                raise ConfigError(f"{where}: nested deeper than {YAML_MAX_DEPTH} levels")
-            continue
-        if isinstance(event, yaml.CollectionEndEvent):
-            anchor, nodes = open_.pop()
-        elif isinstance(event, yaml.ScalarEvent):
-            anchor, nodes = event.anchor, 1
-        elif isinstance(event, yaml.AliasEvent):
-            anchor, nodes = None, sizes.get(str(event.anchor), 1)
-        else:
-            continue
-        if anchor is not None:
-            sizes[anchor] = nodes
-        parent, total = open_[-1]
-        open_[-1] = (parent, total + nodes)
-        if total + nodes > YAML_MAX_NODES:
-            raise ConfigError(
-                f"{where}: more than {YAML_MAX_NODES} values once its aliases (*name) are "
-                "expanded; write the config out plainly"
-            )
 
 
 def write_config_yaml(path: Path, config: Mapping[str, Any], header: str) -> None:
