@@ -9,17 +9,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from foxhunt.cli.generated import Section, arguments
-from foxhunt.cli.presets import preset
+from foxhunt.cli.generated import Section
 from foxhunt.cli.resolve import Command, dump, resolve
 from foxhunt.cli.train_config import (
     DATA,
     MODEL,
-    SPELLINGS,
     TRAINING,
-    add_model_class,
+    run_command,
     run_config,
-    split_refused,
 )
 from foxhunt.data.sources import source_files
 from foxhunt.errors import UsageError
@@ -54,16 +51,10 @@ def backtest_command() -> Command:
         Section("costs", CostModel),
         Section("options", BacktestOptions),
     )
-    taken = {"--config", "--preset", "--print-config", "--model-class", "--help"}
-    return Command(
+    return run_command(
         prog="foxhunt backtest",
         description="Walk-forward backtest: folds, baselines and a signal (docs/backtest.md).",
         sections=sections,
-        args=tuple(arguments(sections, taken)),
-        spellings=SPELLINGS,
-        presets=preset,
-        extra=add_model_class,
-        set_aside={"data.split": split_refused},
     )
 
 

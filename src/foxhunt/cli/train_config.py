@@ -93,6 +93,32 @@ def add_model_class(parser: Any) -> None:
     )
 
 
+#: options every generated command parses itself, never a config field's flag
+TAKEN = frozenset({"--config", "--preset", "--print-config", "--model-class", "--help"})
+
+
+def run_command(
+    *,
+    prog: str,
+    description: str,
+    sections: tuple[Section, ...],
+    spellings: tuple[Spelling, ...] = SPELLINGS,
+    taken: frozenset[str] = TAKEN,
+) -> Command:
+    """A command whose flags are generated from `sections` (train, backtest, tune): presets,
+    --model-class and a fold's time split set aside, as every run config has them."""
+    return Command(
+        prog=prog,
+        description=description,
+        sections=sections,
+        args=tuple(arguments(sections, set(taken))),
+        spellings=spellings,
+        presets=preset,
+        extra=add_model_class,
+        set_aside={"data.split": split_refused},
+    )
+
+
 def train_command() -> Command:
     sections = (
         DATA,
@@ -102,19 +128,14 @@ def train_command() -> Command:
         Section("tracking", TrackingConfig),
         Section("options", TrainOptions),
     )
-    taken = {"--config", "--preset", "--print-config", "--model-class", "--help"}
-    return Command(
+    return run_command(
         prog="foxhunt train",
         description="Train a TFT and print test metrics. Every field of the data, model, "
         "training, quantization, tracking and options sections below is a flag (--section.field, or its "
         "flat name) and a YAML key; --seed N seeds the synthetic bars too "
         "(docs/configuration.md).",
         sections=sections,
-        args=tuple(arguments(sections, taken)),
         spellings=(*SPELLINGS, LOGGER),
-        presets=preset,
-        extra=add_model_class,
-        set_aside={"data.split": split_refused},
     )
 
 

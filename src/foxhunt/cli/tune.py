@@ -9,17 +9,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from foxhunt.cli.generated import Section, Spelling, arguments
-from foxhunt.cli.presets import preset
+from foxhunt.cli.generated import Section, Spelling
 from foxhunt.cli.resolve import Command, dump, resolve
 from foxhunt.cli.train_config import (
     DATA,
     MODEL,
     SPELLINGS,
+    TAKEN,
     TRAINING,
-    add_model_class,
+    run_command,
     run_config,
-    split_refused,
 )
 from foxhunt.data.sources import source_files
 from foxhunt.errors import FoxhuntError, UsageError
@@ -74,17 +73,15 @@ def tune_command() -> Command:
     )
     # --backtest is a switch, not a flag of its own: jsonargparse would read the option as the
     # backtest section's name
-    taken = {"--config", "--preset", "--print-config", "--model-class", "--help", "--backtest"}
+    # --backtest is a switch, not a flag of its own: jsonargparse would read the option as the
+    # backtest section's name
     switch = Spelling("--backtest", lambda _: [("study.backtest", "true")], takes_value=False)
-    return Command(
+    return run_command(
         prog="foxhunt tune",
         description="Hyperparameter search (Optuna) over any config field (docs/tuning.md).",
         sections=sections,
-        args=tuple(arguments(sections, taken)),
         spellings=(*SPELLINGS, switch),
-        presets=preset,
-        extra=add_model_class,
-        set_aside={"data.split": split_refused},
+        taken=TAKEN | {"--backtest"},
     )
 
 
