@@ -19,7 +19,7 @@ e.g. AMD EPYC Zen 2/3 runs), to test that path on an AVX-512 machine. Unset, it 
 ``ATEN_CPU_CAPABILITY=avx2|default`` to ``avx2``. ``FOXHUNT_INT8_SIMD`` is its old name.
 
 Without a C++ compiler and ninja, a failed build, or with ``FOXHUNT_FUSED_KERNEL=0``,
-callers fall back to ATen / torch.ao ops: the same math, slower.
+callers fall back to ATen ops: the same math, slower.
 """
 
 from __future__ import annotations
@@ -212,7 +212,7 @@ def _build(source: Path, name: str, isa: str) -> ModuleType | None:
 def _failed(name: str, why: str, fix: str) -> None:
     warnings.warn(
         f"foxhunt: could not build the {name} CPU kernel ({why}); using the slower "
-        f"ATen/torch.ao path. {fix}, or set FOXHUNT_FUSED_KERNEL=0 to silence this.",
+        f"ATen path. {fix}, or set FOXHUNT_FUSED_KERNEL=0 to silence this.",
         RuntimeWarning,
         stacklevel=4,
     )

@@ -11,14 +11,16 @@ int8 folder that ``foxhunt predict`` / ``foxhunt evaluate`` take in place of the
       config.json              the run's config (data, model, training)
       preprocessor.json        the run's fitted preprocessing
       baseline.json            the run's historical baseline (for evaluate)
-      quantization.json        mode ("qat" | "dynamic"), QAT config, engine, what is int8
+      quantization.json        mode ("qat" | "dynamic"), QAT config, activation grid, what
+                               is int8
       model_int8.safetensors   int8 weights, float32 scales and the float parameters, packed
                                by dtype (no pickle; see foxhunt.quant.serialize)
 
 Loading rebuilds the model from ``config.json``, applies the same transform
 (``int8_structure``), loads the tensors into it, dequantizes the int8 weights that compute
-in float32 (``dequantize_stored``) and swaps foxhunt's int8 kernel in for torch.ao's Linear
-layers (``quant/kernel.py``).
+in float32 (``dequantize_stored``) and swaps foxhunt's int8 kernel in for the reference int8
+Linear layers (``quant/kernel.py``). Format 2: torch.ao-free; format 1 (torch.ao's packed
+layers) is refused with the command that re-exports the run.
 """
 
 from __future__ import annotations
@@ -36,10 +38,8 @@ from foxhunt.errors import ConfigError, FoxhuntError
 from foxhunt.model.factory import build_model
 from foxhunt.model.size import check_fits_in_memory
 from foxhunt.quant.config import LSTM_MODES, QATConfig
-from foxhunt.quant.guard import check_exact
 from foxhunt.quant.kernel import accelerate
 from foxhunt.quant.serialize import int8_tensors, layout_digest, load_int8_tensors, pack, unpack
-from foxhunt.quant.toolkit import engine
 from foxhunt.quant.transform import (
     MODES,
     convert,
@@ -70,7 +70,7 @@ from foxhunt.transforms import apply_model_transforms
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2
 
 
 def save_qat_config(run_dir: Path, config: QATConfig | None) -> None:
@@ -134,12 +134,9 @@ def export_run(run_dir: Path, output: Path, *, mode: str) -> dict[str, Any]:
     loaded = load_trained_run(run_dir)
     # what an FP32 run would save
     float_model = build_model(loaded.config.model_class, loaded.config.model)
-    lstm, backend = (qat.lstm, qat.backend) if qat else (LSTM_MODES[0], QATConfig().backend)
+    lstm = qat.lstm if qat else LSTM_MODES[0]
     layers = plan(float_model, lstm=lstm)
-    if mode == "qat":
-        model = convert(loaded.model)
-    else:
-        model = quantize_dynamic(loaded.model, lstm=lstm, backend=backend)
+    model = convert(loaded.model) if mode == "qat" else quantize_dynamic(loaded.model, lstm=lstm)
     output.mkdir(parents=True, exist_ok=True)
     tensors = int8_tensors(model)
     metadata = {"format": f"foxhunt-int8/{FORMAT}", "layout": layout_digest(tensors)}
@@ -153,7 +150,7 @@ def export_run(run_dir: Path, output: Path, *, mode: str) -> dict[str, Any]:
         "mode": mode,
         "qat": qat.to_dict() if qat else None,
         "lstm": lstm,
-        "engine": backend,
+        "activation_max": qat.activation_max if qat else QATConfig().activation_max,
         "source": str(run_dir),
         "bytes": {
             "fp32": len(weights_bytes(float_model)),
@@ -172,13 +169,18 @@ def load_export(
     """Rebuild the int8 model of an export folder (CPU only: the int8 kernels are).
 
     ``kernel``: compute the int8 Linear layers with foxhunt's kernel (``quant/kernel.py``)
-    where it builds; False keeps torch.ao's layers (the same values, slower), which a CPU
-    without VNNI cannot compute exactly: there the export is refused (``quant/guard.py``).
+    where it builds; False keeps the reference layers (the same values in float32, slower).
     """
     folder = Path(folder)
     if torch.device(device).type != "cpu":
         raise FoxhuntError(f"{folder} is an int8 export: it runs on the CPU only")
     spec = read_json(folder / EXPORT_FILE)
+    if isinstance(spec, dict) and spec.get("format") == 1:
+        source = spec.get("source") or "RUN_DIR"
+        raise FoxhuntError(
+            f"{folder} is an int8 export of an older foxhunt (torch.ao's int8 layers, format 1); "
+            f"export the run again: foxhunt export --int8 {source} --output {folder}"
+        )
     if not isinstance(spec, dict) or spec.get("format") != FORMAT or spec.get("mode") not in MODES:
         raise FoxhuntError(f"{folder / EXPORT_FILE}: unknown export format; re-export the run")
     config = read_run_config(folder)  # checked as a run's: sections, fields, size in RAM
@@ -189,24 +191,17 @@ def load_export(
     path = folder / INT8_WEIGHTS_FILE
     if not path.is_file():
         raise FoxhuntError(f"{path} not found: the export did not finish")
-    if spec["engine"] not in torch.backends.quantized.supported_engines:
-        raise FoxhuntError(
-            f"{folder} is packed for the {spec['engine']!r} int8 engine, which this torch "
-            f"build lacks ({torch.backends.quantized.supported_engines})"
-        )
-    with engine(spec["engine"]):  # weights are re-packed for it as they load
-        _load_tensors(model, spec, path)
+    _load_tensors(model, spec, path)
     dequantize_stored(model)  # int8 in the file; these weights compute in float32
     fused = accelerate(model) if kernel else 0
-    check_exact(model, spec["engine"])  # refused here if torch.ao computes it, inexactly
     if fused:
         log.info("%s: foxhunt's int8 kernel computes %d layers and gates", folder, fused)
     elif kernel:  # asked for, but off (FOXHUNT_FUSED_KERNEL=0), not built, or no AVX2 here
         log.warning(
-            "%s: torch.ao's int8 layers compute this export (foxhunt's int8 kernel is off, "
-            "did not build, or this CPU lacks AVX2); measured on par with FP32 at "
-            "batch 1024 and 2x slower for one window (docs/QAT_GUIDE.md): serve the FP32 "
-            "run if latency matters",
+            "%s: the reference int8 layers (float32 math on the int8 grids) compute this "
+            "export, because foxhunt's int8 kernel is off, did not build, or this CPU lacks "
+            "AVX2: the same forecasts, slower than FP32 (docs/QAT_GUIDE.md); serve the FP32 "
+            "run or the ONNX export if latency matters",
             folder,
         )
     preprocessor = read_run_preprocessor(folder, config)
@@ -214,7 +209,10 @@ def load_export(
 
 
 def _load_tensors(model: nn.Module, spec: dict[str, Any], path: Path) -> None:
-    int8_structure(model, mode=spec["mode"], lstm=spec["lstm"])
+    lstm, activation_max = spec.get("lstm"), spec.get("activation_max")
+    if lstm not in LSTM_MODES or activation_max not in (127, 255):
+        raise FoxhuntError(f"{path.with_name(EXPORT_FILE)}: bad lstm or activation_max")
+    int8_structure(model, mode=spec["mode"], lstm=lstm, activation_max=activation_max)
     try:
         with safe_open(path, framework="pt") as f:
             metadata, blobs = f.metadata() or {}, {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118

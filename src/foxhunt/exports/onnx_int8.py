@@ -32,6 +32,8 @@ from foxhunt.exports.int8 import load_trained_run, read_qat_config
 from foxhunt.exports.onnx import DEFAULT_OPSET, trace, used_inputs, write_folder
 from foxhunt.exports.onnx_graph import fold_weight_quantizers
 from foxhunt.model.factory import build_model
+from foxhunt.quant.fake import ActivationQuant
+from foxhunt.quant.linear import FakeQuantLinear
 from foxhunt.quant.transform import plan
 from foxhunt.runs import LoadedRun, RunConfig, is_export, is_onnx_export, load_run_folder
 
@@ -69,20 +71,14 @@ class Activation(nn.Module):
     """A frozen per-tensor uint8 activation quantizer of the QAT model. A narrower grid than
     0..255 (the x86/fbgemm engines' 7 bits) is a clamp of the input first, which QDQ lacks."""
 
-    def __init__(self, fake_quant: Any) -> None:  # a torch.ao FakeQuantize
+    def __init__(self, quant: ActivationQuant) -> None:
         super().__init__()
-        qmin, qmax, zero = (
-            int(fake_quant.quant_min),
-            int(fake_quant.quant_max),
-            int(fake_quant.zero_point),
-        )
-        if qmin < 0:
-            raise FoxhuntError("expected uint8 activations in the QAT model (torch's default)")
-        scale = float(fake_quant.scale)
+        scale, zero = quant.qparams()
         self.register_buffer("scale", torch.tensor(scale, dtype=torch.float32))
         self.register_buffer("zero", torch.tensor(zero, dtype=torch.uint8))
-        narrow = (qmin, qmax) != (0, 255)
-        self.bounds = ((qmin - zero) * scale, (qmax - zero) * scale) if narrow else None
+        low, high = (quant.quant_min - zero) * scale, (quant.quant_max - zero) * scale
+        narrow = (quant.quant_min, quant.quant_max) != (0, 255)
+        self.bounds = (low, high) if narrow else None
 
     def forward(self, x: Tensor) -> Tensor:
         if self.bounds is not None:
@@ -94,18 +90,18 @@ class QDQLinear(nn.Module):
     """A QAT Linear as the fake-quant model computes it in eval mode, its quantizers written
     as :func:`qdq` nodes: per-tensor uint8 input and output, per-channel int8 weight."""
 
-    def __init__(self, wrapper: Any) -> None:  # a prepared QuantWrapper (torch.ao modules)
+    def __init__(self, layer: FakeQuantLinear) -> None:
         super().__init__()
-        linear = wrapper.module
+        linear = layer.linear
         self.weight = nn.Parameter(linear.weight.detach().clone(), requires_grad=False)
         self.bias = None if linear.bias is None else linear.bias.detach().clone()
-        wq = linear.weight_fake_quant
-        if (int(wq.quant_min), int(wq.quant_max)) != (-128, 127):
-            raise FoxhuntError("expected int8 weights on -128..127 in the QAT model")
+        wq = layer.weight_quant
+        if not wq.observed:
+            wq.observe(linear.weight)
         self.register_buffer("w_scale", wq.scale.detach().float().clone())
         self.register_buffer("w_zero", wq.zero_point.detach().to(torch.int8).clone())
-        self.inp = Activation(wrapper.quant.activation_post_process)
-        self.out = Activation(linear.activation_post_process)
+        self.inp = Activation(layer.input_quant)
+        self.out = Activation(layer.output_quant)
 
     def forward(self, x: Tensor) -> Tensor:
         w = qdq(self.weight, self.w_scale, self.w_zero, 0)
@@ -120,8 +116,8 @@ def qdq_model(qat: nn.Module, config: RunConfig) -> nn.Module:
     state = {}
     for key in model.state_dict():
         module_name, _, tensor = key.rpartition(".")
-        if module_name in linears:  # QuantWrapper(module=qat Linear)
-            source = qat.get_submodule(module_name).module
+        if module_name in linears:  # FakeQuantLinear(linear)
+            source = qat.get_submodule(module_name).linear
         else:
             source = qat.get_submodule(module_name) if module_name else qat
         state[key] = getattr(source, tensor).detach()  # a parametrized weight: fake-quantized
@@ -129,7 +125,9 @@ def qdq_model(qat: nn.Module, config: RunConfig) -> nn.Module:
     for name in linears:
         parent, _, child = name.rpartition(".")
         owner = model.get_submodule(parent) if parent else model
-        setattr(owner, child, QDQLinear(qat.get_submodule(name)))
+        layer = qat.get_submodule(name)
+        assert isinstance(layer, FakeQuantLinear)
+        setattr(owner, child, QDQLinear(layer))
     return model.eval()
 
 

@@ -8,12 +8,16 @@ from typing import Any, Literal, get_args
 from foxhunt.config_fields import check_known_fields
 from foxhunt.errors import ConfigError
 
-#: torch.backends.quantized engines an int8 export may target.
+#: The activation grids of torch's CPU int8 engines, by the engine's name (``QATConfig.backend``).
 Backend = Literal["x86", "fbgemm", "onednn", "qnnpack"]
 BACKENDS: tuple[str, ...] = get_args(Backend)
+ACTIVATION_MAX = {"onednn": 255, "qnnpack": 255, "x86": 127, "fbgemm": 127}
 #: How the LSTM layers are quantized (see ``QATConfig.lstm``).
-LSTMMode = Literal["int8-weights", "dynamic", "fp32"]
+LSTMMode = Literal["int8-weights", "fp32"]
 LSTM_MODES: tuple[str, ...] = get_args(LSTMMode)
+#: LSTM modes of older runs and what they train and export as now: torch.ao's dynamic int8
+#: LSTM is gone with torch.ao; its weights were int8 per gate unit, as "int8-weights" keeps them
+LEGACY_LSTM = {"dynamic": "int8-weights"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,19 +29,15 @@ class QATConfig:
     activation ranges; after them every scale and zero point is frozen and only the weights
     keep learning under fixed quantization grids (>= 1)."""
     backend: Backend = "onednn"
-    """torch.backends.quantized engine the int8 model is packed for; picks torch's default
-    QAT qconfig for it. "onednn": 8-bit activations, and the int8 model computes what the
-    fake-quant model simulated (torch.ao's own int8 kernels need a CPU with VNNI for that,
-    e.g. Cascade Lake / Zen 4 or newer; foxhunt's int8 kernel computes it exactly on AVX2 too).
-    "x86"/"fbgemm": 7-bit activations (``reduce_range``), safe on older CPUs, but torch's
-    convert does not clamp to the 7-bit range, so activations beyond the frozen range differ
-    between the fake-quant and the int8 model (see docs/QAT_GUIDE.md)."""
+    """The int8 engine whose activation grid QAT simulates, named as torch's CPU engines:
+    "onednn"/"qnnpack": 8-bit activations (0..255); "x86"/"fbgemm": 7-bit (0..127, what
+    engines without VNNI use so that int16 pair sums cannot saturate). Weights are int8 per
+    output channel either way. foxhunt's int8 kernel and the ONNX export compute both grids
+    exactly on AVX2 and AVX-512 CPUs alike; 8-bit is the finer grid."""
     lstm: LSTMMode = "int8-weights"
     """LSTM layers: "int8-weights" fake-quantizes their weights (per gate unit) and stores
-    them int8, computed by the FP32 LSTM kernel (exactly what QAT simulated; faster than
-    torch's int8 LSTM here, see docs/QAT_GUIDE.md); "dynamic" converts them to torch's
-    dynamic int8 LSTM (int8 GEMMs, per-step activation scales that QAT does not simulate);
-    "fp32" leaves them alone."""
+    them int8, computed by the FP32 LSTM kernel (exactly what QAT simulated); "fp32"
+    leaves them alone. ("dynamic", torch.ao's int8 LSTM, reads as "int8-weights".)"""
 
     def __post_init__(self) -> None:
         n = self.freeze_after
@@ -49,7 +49,15 @@ class QATConfig:
         if self.backend not in BACKENDS:
             raise ConfigError(f"QATConfig.backend={self.backend!r}: use one of {BACKENDS}")
         if self.lstm not in LSTM_MODES:
-            raise ConfigError(f"QATConfig.lstm={self.lstm!r}: use one of {LSTM_MODES}")
+            hint = (
+                ' ("dynamic" is gone with torch.ao\'s int8 LSTM)' if self.lstm == "dynamic" else ""
+            )
+            raise ConfigError(f"QATConfig.lstm={self.lstm!r}: use one of {LSTM_MODES}{hint}")
+
+    @property
+    def activation_max(self) -> int:
+        """Top of the activation grid (255 or 127) that ``backend`` stands for."""
+        return ACTIVATION_MAX[self.backend]
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -57,4 +65,7 @@ class QATConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> QATConfig:
         check_known_fields(cls, data, "QATConfig")
+        lstm = data.get("lstm")
+        if isinstance(lstm, str) and lstm in LEGACY_LSTM:  # a run of an older foxhunt
+            data = {**data, "lstm": LEGACY_LSTM[lstm]}
         return cls(**data)

@@ -1,19 +1,20 @@
 // An int8 Linear layer in one call: float32 in, float32 out.
 //
-// What torch.ao's converted  Quantize -> nnq.Linear -> DeQuantize  computes (QAT, static
-// activation scales), or nnqd.Linear (dynamic: the input's scale chosen per call), without
-// materializing the quantized input and output tensors, and with the per-call overhead of
-// one op instead of three:
+// What foxhunt's QuantizedLinear (quant/linear.py) computes: a QAT layer on its frozen
+// activation grids (static), or a post-training one whose input grid is chosen per call
+// (dynamic, 7-bit), without materializing the quantized input and output tensors, with an
+// int8 GEMM. Inputs and outputs round as ATen's fake_quantize_per_tensor_affine rounds
+// (x * (1 / scale) in float, to nearest even, then the zero point), on 0..qmax (255 or 127):
 //
-//   xq  = clamp(round(x / x_scale) + x_zp, 0, 255)                       (quint8 input)
+//   xq  = clamp(round(x * (1 / x_scale)) + x_zp, 0, qmax)                (uint8 input)
 //   acc = sum_k xq[k] * w[n, k] - x_zp * sum_k w[n, k]                    (exact, int32)
 //   y   = acc * x_scale * w_scale[n] + bias[n]
-//   y   = (clamp(round(y / out_scale) + out_zp, 0, 255) - out_zp) * out_scale   if out_scale > 0
+//   y   = (clamp(round(y * (1 / out_scale)) + out_zp, 0, qmax) - out_zp) * out_scale  if out_scale > 0
 //   out = y                                    or, with glu, the GLU of the layer's output:
 //   out[c] = y[c] * sigmoid(y[c + N/2])        (GatedLinearUnit: its projection and F.glu)
 //   out = LayerNorm(out + skip)                with a skip: a whole GateAddNorm in one call
 //
-// The weights are qint8, symmetric per output channel, packed by kernel.py for VNNI's
+// The weights are int8, symmetric per output channel, packed by kernel.py for VNNI's
 // vpdpbusd: blocks of 16 output channels x 4 consecutive inputs, [N/16, K/4, 16, 4] (zero
 // padded); for glu the output channels are ordered [32 values, their 32 gates, ...]
 // (glu_order()), so that a tile of 4 blocks holds 32 outputs' values and gates. With AVX-512
@@ -21,7 +22,7 @@
 // x 64 outputs in registers; with AVX2 only (older and client CPUs, Zen 2/3) products are
 // widened to int16 and summed by vpmaddwd, 2 rows x 16 outputs a tile. Both compute the
 // same integers and the same epilogue. Built without either, simd() is "none", linear()
-// refuses, and foxhunt keeps torch.ao's int8 layers.
+// refuses, and QuantizedLinear's own (float32 reference) forward computes the layer.
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
 
@@ -63,6 +64,7 @@ struct Epilogue {
   float out_scale;  // 0: no output quantization (dynamic)
   float inv_out_scale;
   int32_t out_zp;
+  int32_t qmax;  // top of the activation grid: 255 (8-bit) or 127 (7-bit)
   bool glu;     // channels in glu order; the output is [..., N/2]
   int64_t ldo;  // output row stride: N, or N/2 for glu
 };
@@ -81,26 +83,30 @@ inline void glu32(const float* y, float* out) {
   }
 }
 
-// Rows [0, rows) of x quantized to quint8, each row padded to kp bytes (padding multiplies
-// zero weights). Exactly as torch's quantize_per_tensor (fbgemm's Quantize): x * (1 / scale)
-// + zero point in one fused multiply-add, clamped, rounded half to even. Where an input sits
+// Rows [0, rows) of x quantized to uint8, each row padded to kp bytes (padding multiplies
+// zero weights). Exactly as ATen's fake_quantize_per_tensor_affine: x * (1 / scale) in
+// float, rounded half to even, plus the zero point, clamped to 0..qmax. Where an input sits
 // on a rounding tie (common: one layer's output grid feeds the next layer), any other order
-// rounds it to the other neighbour.
+// (torch.ao's quantize_per_tensor adds the zero point before rounding) may round it to the
+// other neighbour. Clamping to -zp..qmax-zp before rounding is the same (integer bounds)
+// and keeps the conversion in int32's range.
 void quantize_rows(const float* x, int64_t rows, int64_t k, int64_t kp, float inv_scale,
-                   int32_t zp, uint8_t* out) {
+                   int32_t zp, int32_t qmax, uint8_t* out) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* src = x + r * k;
     uint8_t* dst = out + r * kp;
     int64_t i = 0;
-    const __m512 inv = _mm512_set1_ps(inv_scale), z = _mm512_set1_ps(static_cast<float>(zp));
-    const __m512 lo = _mm512_setzero_ps(), hi = _mm512_set1_ps(255.f);
-    const __m512i zero = _mm512_setzero_si512(), top = _mm512_set1_epi32(255);
+    const __m512 inv = _mm512_set1_ps(inv_scale);
+    const __m512 lo = _mm512_set1_ps(static_cast<float>(-zp));
+    const __m512 hi = _mm512_set1_ps(static_cast<float>(qmax - zp));
+    const __m512i zero = _mm512_setzero_si512(), top = _mm512_set1_epi32(qmax);
+    const __m512i z = _mm512_set1_epi32(zp);
     for (; i < k; i += 16) {
       const __mmask16 m = static_cast<__mmask16>(k - i >= 16 ? 0xFFFF : (1u << (k - i)) - 1u);
-      __m512 v = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, src + i), inv, z);
+      __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, src + i), inv);
       v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));  // a NaN stays NaN
       // round half to even; a NaN converts to INT_MIN and clamps to 0, as in torch
-      __m512i q = _mm512_cvtps_epi32(v);
+      __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(v), z);
       q = _mm512_min_epi32(top, _mm512_max_epi32(zero, q));
       _mm512_mask_cvtepi32_storeu_epi8(dst + i, m, q);
     }
@@ -112,10 +118,10 @@ void quantize_rows(const float* x, int64_t rows, int64_t k, int64_t kp, float in
 template <int MR, int NB>
 void epilogue(const __m512i (&acc)[MR][NB], int64_t b0, const Epilogue& e, float* out,
               int64_t ldo) {
-  // (clamp(round(y / s) + zp, 0, 255) - zp) * s == clamp(round(y / s), -zp, 255 - zp) * s
+  // (clamp(round(y / s) + zp, 0, qmax) - zp) * s == clamp(round(y / s), -zp, qmax - zp) * s
   const __m512 inv = _mm512_set1_ps(e.inv_out_scale), so = _mm512_set1_ps(e.out_scale);
   const __m512 lo = _mm512_set1_ps(static_cast<float>(-e.out_zp));
-  const __m512 hi = _mm512_set1_ps(static_cast<float>(255 - e.out_zp));
+  const __m512 hi = _mm512_set1_ps(static_cast<float>(e.qmax - e.out_zp));
   alignas(64) float glu_in[MR][NB * kLanes];  // glu: the tile's y, then its GLU
   for (int j = 0; j < NB; ++j) {
     const int64_t c0 = (b0 + j) * kLanes;
@@ -237,24 +243,27 @@ void compute(const uint8_t* xq, int64_t rows, int64_t kp, const int8_t* packed, 
 // The same packed weights, quantization and epilogue math as the VNNI path.
 
 void quantize_rows(const float* x, int64_t rows, int64_t k, int64_t kp, float inv_scale,
-                   int32_t zp, uint8_t* out) {
-  const __m256 inv = _mm256_set1_ps(inv_scale), z = _mm256_set1_ps(static_cast<float>(zp));
-  const __m256 lo = _mm256_setzero_ps(), hi = _mm256_set1_ps(255.f);
+                   int32_t zp, int32_t qmax, uint8_t* out) {
+  const __m256 inv = _mm256_set1_ps(inv_scale);
+  const __m256 lo = _mm256_set1_ps(static_cast<float>(-zp));
+  const __m256 hi = _mm256_set1_ps(static_cast<float>(qmax - zp));
+  const __m256i z = _mm256_set1_epi32(zp);
   for (int64_t r = 0; r < rows; ++r) {
     const float* src = x + r * k;
     uint8_t* dst = out + r * kp;
     int64_t i = 0;
-    for (; i + 8 <= k; i += 8) {  // as torch: one fused multiply-add, round half to even
-      __m256 v = _mm256_fmadd_ps(_mm256_loadu_ps(src + i), inv, z);
+    for (; i + 8 <= k; i += 8) {  // as ATen's fake quantization: round half to even, + zp
+      __m256 v = _mm256_mul_ps(_mm256_loadu_ps(src + i), inv);
       v = _mm256_min_ps(hi, _mm256_max_ps(lo, v));  // a NaN stays NaN, converts to INT_MIN
-      const __m256i q = _mm256_cvtps_epi32(v);     // and saturates to 0 below
+      const __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(v), z);  // and saturates to 0
       const __m128i w =
           _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
       _mm_storel_epi64(reinterpret_cast<__m128i*>(dst + i), _mm_packus_epi16(w, w));
     }
     for (; i < k; ++i) {
-      const float v = std::fma(src[i], inv_scale, static_cast<float>(zp));
-      dst[i] = v >= 0.f ? static_cast<uint8_t>(std::nearbyint(std::min(255.f, v))) : 0;
+      const float v = src[i] * inv_scale;
+      const float c = std::min(static_cast<float>(qmax - zp), std::max(static_cast<float>(-zp), v));
+      dst[i] = v == v ? static_cast<uint8_t>(std::nearbyint(c) + zp) : 0;
     }
     std::memset(dst + k, 0, kp - k);
   }
@@ -300,7 +309,7 @@ void tile(const uint8_t* x0, const uint8_t* x1, const int8_t* packed, int64_t kg
                               {channel_sums(b0, b1), channel_sums(b2, b3)}};
   const __m256 inv = _mm256_set1_ps(e.inv_out_scale), so = _mm256_set1_ps(e.out_scale);
   const __m256 lo = _mm256_set1_ps(static_cast<float>(-e.out_zp));
-  const __m256 hi = _mm256_set1_ps(static_cast<float>(255 - e.out_zp));
+  const __m256 hi = _mm256_set1_ps(static_cast<float>(e.qmax - e.out_zp));
   for (int h = 0; h < 2; ++h) {  // channels c0 .. c0 + 8; those past n: masked, then dropped
     const int64_t c0 = b * kLanes + h * 8;
     const int64_t valid = std::max<int64_t>(0, std::min<int64_t>(8, e.n - c0));
@@ -397,10 +406,10 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& packed,
                      double out_scale, int64_t out_zp, bool glu,
                      const c10::optional<torch::Tensor>& skip,
                      const c10::optional<torch::Tensor>& norm_weight,
-                     const c10::optional<torch::Tensor>& norm_bias, double eps) {
+                     const c10::optional<torch::Tensor>& norm_bias, double eps, int64_t qmax) {
 #if !FOXHUNT_VNNI && !FOXHUNT_AVX2
   TORCH_CHECK(false, "foxhunt's int8 kernel was built without AVX-512 VNNI or AVX2 (simd() is "
-              "\"none\"); keep torch.ao's int8 layers on this CPU");
+              "\"none\"); keep foxhunt's reference int8 layers on this CPU");
 #endif
   check(x, "x", torch::kFloat32), check(packed, "packed", torch::kInt8);
   check(col_sum, "col_sum", torch::kInt32), check(w_scale, "w_scale", torch::kFloat32);
@@ -416,8 +425,8 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& packed,
     TORCH_CHECK(bias->numel() == n, "bias must have N entries");
     bias_p = bias->data_ptr<float>();
   }
-  TORCH_CHECK(x_scale > 0 && x_zp >= 0 && x_zp <= 255 && out_scale >= 0 && out_zp >= 0 &&
-                  out_zp <= 255,
+  TORCH_CHECK(qmax > 0 && qmax <= 255 && x_scale > 0 && x_zp >= 0 && x_zp <= qmax &&
+                  out_scale >= 0 && out_zp >= 0 && out_zp <= qmax,
               "invalid quantization parameters");
   TORCH_CHECK(!glu || n % (2 * kGluTile) == 0, "glu needs N a multiple of ", 2 * kGluTile);
   std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
@@ -439,8 +448,8 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& packed,
   const Epilogue e{col_sum.data_ptr<int32_t>(), w_scale.data_ptr<float>(), bias_p, n,
                    static_cast<float>(x_scale), static_cast<int32_t>(x_zp),
                    static_cast<float>(out_scale),
-                   out_scale > 0 ? static_cast<float>(1.0 / out_scale) : 0.f,
-                   static_cast<int32_t>(out_zp), glu, glu ? n / 2 : n};
+                   out_scale > 0 ? 1.f / static_cast<float>(out_scale) : 0.f,  // as ATen
+                   static_cast<int32_t>(out_zp), static_cast<int32_t>(qmax), glu, glu ? n / 2 : n};
   const float* x_p = x.data_ptr<float>();
   const int8_t* w_p = packed.data_ptr<int8_t>();
   float* out_p = out.data_ptr<float>();
@@ -450,7 +459,7 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& packed,
     std::vector<uint8_t> xq(kRowBlock * kp);
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t r0 = t * kRowBlock, rows = std::min(kRowBlock, m - r0);
-      quantize_rows(x_p + r0 * k, rows, k, kp, inv_x, e.x_zp, xq.data());
+      quantize_rows(x_p + r0 * k, rows, k, kp, inv_x, e.x_zp, e.qmax, xq.data());
       compute(xq.data(), rows, kp, w_p, kg, blocks, e, out_p + r0 * e.ldo);
       if (skip_p)  // while the block is in cache
         add_norm(out_p + r0 * e.ldo, skip_p + r0 * e.ldo, rows, e.ldo, gain_p, shift_p,
@@ -469,6 +478,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("x_scale"), py::arg("x_zp"), py::arg("out_scale"), py::arg("out_zp"),
         py::arg("glu") = false, py::arg("skip") = py::none(),
         py::arg("norm_weight") = py::none(), py::arg("norm_bias") = py::none(),
-        py::arg("eps") = 1e-5);
+        py::arg("eps") = 1e-5, py::arg("qmax") = 255);
   m.def("simd", &simd, "the instruction set this build computes with (avx512-vnni, avx2, none)");
 }

@@ -1,22 +1,16 @@
 """foxhunt's int8 kernel (int8_linear.cpp) for the Linear layers of converted models.
 
-torch.ao's converted Linear is three ops, ``Quantize -> nnq.Linear -> DeQuantize``, each
-writing a full tensor, and at one window its int8 GEMM (oneDNN, fbgemm) costs 50-110 us per
-layer against 6-28 us for an FP32 ``addmm``: with it an int8 TFT was 2x slower than FP32
-at one window and on par at batch 1024. The kernel computes the same values in one call,
-float32 in and float32 out, with an AVX-512 VNNI micro-kernel (or an AVX2 one on CPUs
-without it), and fuses what follows a gate's projection: the GLU, and in a
-``GateAddNorm`` the residual add and LayerNorm.
-
-The quantization itself stays torch.ao's: the int8 weights, weight scales and activation
-scales are those ``convert`` (static input and output scales, QAT) or ``quantize_dynamic``
-(input scale chosen per call by ``torch._choose_qparams_per_tensor`` on 7 bits, as
-``quantized::linear_dynamic`` does) produced, and inputs are rounded exactly as torch's
-``quantize_per_tensor`` rounds them; tests compare every fused module with the torch.ao
-modules it replaces.
+A converted model's ``QuantizedLinear`` computes its layer in float32 on the int8 grids (the
+reference, exact on any CPU); the kernel computes the same values with an int8 GEMM in one
+call, float32 in and float32 out, with an AVX-512 VNNI micro-kernel (or an AVX2 one on CPUs
+without it), and fuses what follows a gate's projection: the GLU, and in a ``GateAddNorm``
+the residual add and LayerNorm. Inputs and outputs are rounded exactly as the reference
+(ATen's fake quantization) rounds them; the int32 sums are exact; only the float32 rescale
+of the sums differs from the reference's float GEMM, by float rounding (tests compare every
+fused module with the modules it replaces).
 
 :func:`accelerate` swaps the kernel in (the export loader does). Without it (no C++
-compiler, a CPU without AVX2, ``FOXHUNT_FUSED_KERNEL=0``) the model keeps torch.ao's
+compiler, a CPU without AVX2, ``FOXHUNT_FUSED_KERNEL=0``) the model keeps its reference
 layers and computes the same values, slower.
 """
 
@@ -27,15 +21,12 @@ from types import ModuleType
 from typing import Any, cast
 
 import torch
-import torch.ao.nn.quantized as nnq
-import torch.ao.nn.quantized.dynamic as nnqd
-import torch.ao.quantization as tq
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from foxhunt import cpp_kernels
 from foxhunt.model.layers import GateAddNorm, GatedLinearUnit
-from foxhunt.quant.toolkit import quiet, split_qweight
+from foxhunt.quant.linear import QuantizedLinear
 
 SOURCE = Path(__file__).with_name("int8_linear.cpp")
 LANES, GROUP = 16, 4  # the kernel's weight blocks: 16 output channels x 4 inputs
@@ -72,25 +63,26 @@ def glu_order(n: int) -> Tensor:
 
 
 class Int8Linear(nn.Module):
-    """``Quantize -> nnq.Linear -> DeQuantize`` (static: ``input_qparams`` given) or
-    ``nnqd.Linear`` (dynamic: None) as one kernel call. forward(x [..., K]) -> [..., N],
-    or with ``glu`` the ``F.glu`` of that, [..., N/2] (a whole ``GatedLinearUnit``)."""
+    """A :class:`QuantizedLinear` (static: ``input_qparams`` given, or dynamic: None) as one
+    kernel call. forward(x [..., K]) -> [..., N], or with ``glu`` the ``F.glu`` of that,
+    [..., N/2] (a whole ``GatedLinearUnit``)."""
 
     def __init__(
         self,
-        qweight: Tensor,
+        int8: Tensor,
+        scale: Tensor,
         bias: Tensor | None,
         *,
         input_qparams: tuple[float, int] | None,
         output_qparams: tuple[float, int] | None,
         kernel: ModuleType,
         glu: bool = False,
+        activation_max: int = 255,
     ) -> None:
         super().__init__()
-        int8, scale = split_qweight(qweight)  # per output channel, symmetric
         self.out_features, self.in_features = int8.shape
         self.kernel, self.glu = kernel, glu
-        scale = scale.expand(self.out_features) if scale.numel() == 1 else scale
+        scale = scale.reshape(-1).expand(self.out_features)
         if glu:
             if self.out_features % (2 * GLU_TILE):
                 raise ValueError(f"a fused GLU needs 2 * output a multiple of {2 * GLU_TILE}")
@@ -103,31 +95,26 @@ class Int8Linear(nn.Module):
         self.register_buffer("bias", None if bias is None else bias.detach().float().contiguous())
         self.input_qparams = input_qparams
         self.output_qparams = output_qparams or (0.0, 0)  # scale 0: output stays float
+        self.activation_max = activation_max
         self._refresh()
 
     @classmethod
     def from_converted(
-        cls, layer: nn.Module, kernel: ModuleType, *, glu: bool = False
+        cls, layer: QuantizedLinear, kernel: ModuleType, *, glu: bool = False
     ) -> Int8Linear:
-        """From a converted ``QuantWrapper`` around an ``nnq.Linear``, or an ``nnqd.Linear``;
-        ``glu``: the layer is a GatedLinearUnit's projection, fuse its F.glu."""
-        with quiet():
-            if isinstance(layer, nnqd.Linear):
-                qweight, bias = layer._weight_bias()
-                return cls(
-                    qweight, bias, input_qparams=None, output_qparams=None, kernel=kernel, glu=glu
-                )
-            assert isinstance(layer, tq.QuantWrapper) and isinstance(layer.module, nnq.Linear)
-            quant, linear = cast(nnq.Quantize, layer.quant), layer.module
-            qweight, bias = linear._weight_bias()
-            return cls(
-                qweight,
-                bias,
-                input_qparams=(float(quant.scale), int(quant.zero_point)),
-                output_qparams=(float(linear.scale), int(linear.zero_point)),
-                kernel=kernel,
-                glu=glu,
-            )
+        """From a converted layer; ``glu``: the layer is a GatedLinearUnit's projection, fuse
+        its F.glu."""
+        static = layer.static
+        return cls(
+            layer.weight,
+            layer.weight_scale,
+            layer.bias,
+            input_qparams=layer.input_qparams() if static else None,
+            output_qparams=layer.output_qparams(),
+            kernel=kernel,
+            glu=glu,
+            activation_max=layer.activation_max,
+        )
 
     def __getstate__(self) -> dict[str, Any]:
         # the compiled module is not picklable: copies (deepcopy, pickle) load it again
@@ -139,7 +126,7 @@ class Int8Linear(nn.Module):
         if kernel is None:
             raise RuntimeError(
                 "foxhunt's int8 kernel is not available here; load the export with "
-                "foxhunt.exports.int8.load_export, which falls back to torch.ao's layers"
+                "foxhunt.exports.int8.load_export, which falls back to the reference layers"
             )
         self.kernel = kernel
 
@@ -161,19 +148,23 @@ class Int8Linear(nn.Module):
     ) -> Tensor:
         """With ``skip`` and ``norm`` (LayerNorm weight, bias, eps): LayerNorm(skip + out)."""
         x = x if x.dtype == torch.float32 and x.is_contiguous() else x.float().contiguous()
-        if self.input_qparams is None:  # dynamic, as quantized::linear_dynamic (7-bit input)
+        if self.input_qparams is None:  # dynamic: QuantizedLinear's 7-bit grid per call
             x_scale, x_zp = torch._choose_qparams_per_tensor(x, True)
         else:
             x_scale, x_zp = self.input_qparams
         if skip is None or norm is None:
-            out = self.kernel.linear(x, *self._args, x_scale, x_zp, *self.output_qparams, self.glu)
+            out = self.kernel.linear(
+                x, *self._args, x_scale, x_zp, *self.output_qparams, self.glu,
+                qmax=self.activation_max,
+            )  # fmt: skip
             return cast(Tensor, out)
         shape = (*x.shape[:-1], self.out_features // 2 if self.glu else self.out_features)
         if skip.shape != shape or skip.dtype != torch.float32 or not skip.is_contiguous():
             skip = skip.float().expand(shape).contiguous()
         out = self.kernel.linear(
-            x, *self._args, x_scale, x_zp, *self.output_qparams, self.glu, skip, *norm
-        )
+            x, *self._args, x_scale, x_zp, *self.output_qparams, self.glu, skip, *norm,
+            qmax=self.activation_max,
+        )  # fmt: skip
         return cast(Tensor, out)
 
     def extra_repr(self) -> str:
@@ -205,9 +196,7 @@ class Int8GateAddNorm(nn.Module):
 
 def convertible(module: nn.Module) -> bool:
     """A converted Linear layer the kernel computes."""
-    if isinstance(module, nnqd.Linear):
-        return module._packed_params.dtype == torch.qint8
-    return isinstance(module, tq.QuantWrapper) and isinstance(module.module, nnq.Linear)
+    return isinstance(module, QuantizedLinear)
 
 
 def accelerate(model: nn.Module, kernel: ModuleType | None = None) -> int:
@@ -215,8 +204,8 @@ def accelerate(model: nn.Module, kernel: ModuleType | None = None) -> int:
     returns how many modules it replaced. A ``GateAddNorm`` whose GLU projection is int8 and
     whose GLU size is a multiple of 32 becomes one call (projection, GLU, residual and
     LayerNorm); otherwise a ``GatedLinearUnit`` fuses its GLU where it can, and every other
-    int8 Linear becomes a kernel call. 0 when the kernel is unavailable: torch.ao's layers
-    stay. For inference: fused gates skip their (eval-mode) dropout. ``kernel``: a build
+    int8 Linear becomes a kernel call. 0 when the kernel is unavailable: the reference
+    layers stay. For inference: fused gates skip their (eval-mode) dropout. ``kernel``: a build
     from :func:`load` (default: :func:`available`)."""
     kernel = kernel or available()
     if kernel is None:
@@ -246,5 +235,4 @@ def accelerate(model: nn.Module, kernel: ModuleType | None = None) -> int:
 
 
 def _out_features(layer: nn.Module) -> int:
-    linear = layer if isinstance(layer, nnqd.Linear) else cast(tq.QuantWrapper, layer).module
-    return int(cast(Any, linear).out_features)
+    return int(cast(Any, layer).out_features)

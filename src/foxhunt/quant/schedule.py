@@ -1,7 +1,7 @@
 """When the QAT observers may update: train-mode passes of the warm-up, once per pass.
 
-A torch.ao ``FakeQuantize`` updates its observer on *every* call while its observer is
-enabled, whatever the module's train/eval mode. Left alone that would let validation batches
+A fake quantizer (``quant/fake.py``) updates its range on *every* call while it is
+``observing``, whatever the module's train/eval mode. Left alone that would let validation batches
 move the scales, and activation checkpointing, which runs a segment's forward a second time
 in backward, would update them twice and quantize the recomputation on a different grid than
 the forward (wrong gradients). :class:`ObserverSchedule` owns the switch instead: hooks on
@@ -19,22 +19,13 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
-from torch.ao.quantization import FakeQuantizeBase
 from torch.nn.utils import parametrize
 from torch.utils.hooks import RemovableHandle
 
 from foxhunt.quant.config import QATConfig
+from foxhunt.quant.fake import set_observers
 
 SCHEDULE_NAME = "qat_observers"  # the child the schedule is registered as on the model
-
-
-def fake_quantizers(model: nn.Module) -> list[FakeQuantizeBase]:
-    return [m for m in model.modules() if isinstance(m, FakeQuantizeBase)]
-
-
-def set_observers(model: nn.Module, enabled: bool) -> None:
-    for fq in fake_quantizers(model):
-        fq.observer_enabled.fill_(int(enabled))
 
 
 def release_lstm_weights(model: nn.Module) -> None:

@@ -1,18 +1,18 @@
 """Quantization as transforms of a TFT: ``prepare_qat`` / ``convert``, ``quantize_dynamic``.
 
 The model's files do not know about quantization: these functions swap or parametrize its
-layers from outside, in place, and return the model.
+layers from outside, in place, and return the model. The fake quantizers are foxhunt's own
+(``quant/fake.py``, ATen's fake-quant ops); nothing here uses torch.ao.
 
 =============================  ====================================  ==========================
 part                           QAT (``prepare_qat``)                 int8 model (``convert``)
 =============================  ====================================  ==========================
-Linear layers called as        torch.ao QAT Linear in a QuantWrapper: ``nnq.Linear`` between
-modules: GRN fc1/context/fc2/  weight fake-quant per output channel,  Quantize/DeQuantize:
-skip, every GLU projection,    input and output activations fake-    int8 x int8 GEMM, frozen
-attention query/key/value/out  quantized (observed, per tensor)      activation scales
+Linear layers called as        FakeQuantLinear: weight fake-quant    QuantizedLinear: int8
+modules: GRN fc1/context/fc2/  per output channel, input and output  weights, frozen input and
+skip, every GLU projection,    activations fake-quantized (observed  output grids (foxhunt's
+attention query/key/value/out  per tensor)                           int8 kernel computes it)
 LSTM gate weights              ChannelFakeQuant per gate unit        Int8Weight, FP32 kernel
-(``QATConfig.lstm``)           (activations: not fake-quantized)     (default); or dynamic
-                                                                     int8 ``nnqd.LSTM``
+(``QATConfig.lstm``)           (activations: not fake-quantized)
 per-variable GRN weights       ChannelFakeQuant per variable and     Int8Weight: int8 stored,
 [n, fan_in, fan_out]; VSN      output unit / per output unit         dequantized to float32
 selection fc1/skip (folded                                           when read (the fused op
@@ -29,26 +29,16 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import torch
-import torch.ao.nn.quantized as nnq
-import torch.ao.nn.quantized.dynamic as nnqd
-import torch.ao.quantization as tq
 from torch import nn
-from torch.ao.nn.qat import Linear as QATLinear
 from torch.nn.utils import parametrize
 
 from foxhunt.model.variable_grns import VariableGRNs
 from foxhunt.model.variable_selection import VariableSelectionNetwork
 from foxhunt.quant.config import QATConfig
-from foxhunt.quant.guard import guard
-from foxhunt.quant.schedule import SCHEDULE_NAME, ObserverSchedule, schedule_of, set_observers
-from foxhunt.quant.toolkit import (
-    dynamic_lstm,
-    dynamic_qconfig,
-    engine,
-    make_qweight,
-    qat_qconfig,
-    quiet,
-)
+from foxhunt.quant.fake import set_observers
+from foxhunt.quant.linear import FakeQuantLinear, QuantizedLinear
+from foxhunt.quant.migrate import accept_legacy_state
+from foxhunt.quant.schedule import SCHEDULE_NAME, ObserverSchedule, schedule_of
 from foxhunt.quant.weights import (
     ChannelFakeQuant,
     channel_shape,
@@ -71,7 +61,7 @@ class Plan:
     weights: tuple[WeightSpec, ...]
     """Weights read directly (fused op, folds, output head): int8 storage, float compute."""
     lstms: tuple[str, ...]
-    """nn.LSTM layers: dynamic int8."""
+    """nn.LSTM layers whose gate weights are int8 (``lstm="int8-weights"``)."""
 
     def lstm_weights(self, model: nn.Module) -> list[WeightSpec]:
         return [
@@ -135,25 +125,20 @@ def prepare_qat(model: nn.Module, config: QATConfig | None = None) -> nn.Module:
         raise ValueError("this model is already prepared for QAT")
     config = config or QATConfig()
     found = plan(model, lstm=config.lstm)
-    qconfig = qat_qconfig(config.backend)
     device = _device(model)
-    with quiet():
-        for name in found.linears:
-            linear = model.get_submodule(name)
-            wrapper = tq.QuantWrapper(linear)
-            wrapper.qconfig = qconfig  # type: ignore[assignment]
-            tq.prepare_qat(wrapper.train(), inplace=True)
-            _replace(model, name, wrapper.train(linear.training).to(device))
-        for module_name, tensor, dims in [*found.weights, *found.lstm_weights(model)]:
-            fake_quant = ChannelFakeQuant(dims, qconfig.weight()).to(device)
-            parametrize.register_parametrization(
-                model.get_submodule(module_name), tensor, fake_quant
-            )
+    for name in found.linears:
+        linear = model.get_submodule(name)
+        assert isinstance(linear, nn.Linear)
+        _replace(model, name, FakeQuantLinear(linear, config.activation_max).to(device))
+    for module_name, tensor, dims in [*found.weights, *found.lstm_weights(model)]:
+        fake_quant = ChannelFakeQuant(dims).to(device)
+        parametrize.register_parametrization(model.get_submodule(module_name), tensor, fake_quant)
     _observe_weights(model)
     schedule = ObserverSchedule(config).to(device)
     model.add_module(SCHEDULE_NAME, schedule)
     schedule.attach(model)
     set_observers(model, False)
+    accept_legacy_state(model)
     return model
 
 
@@ -163,133 +148,89 @@ def _observe_weights(model: nn.Module) -> None:
     pass with observers off (evaluation, a paused measurement) before the first training
     step already quantizes on the right grid (and with scales of the right shape)."""
     for module in model.modules():
-        if isinstance(module, QATLinear):
-            module.weight_fake_quant.enable_observer()
-            module.weight_fake_quant(module.weight)
-            module.weight_fake_quant.disable_observer()
+        if isinstance(module, FakeQuantLinear):
+            module.weight_quant.observe(module.linear.weight)
         for tensor in list(getattr(module, "parametrizations", {})):
             fake_quant = int8_of(module, tensor)
             if isinstance(fake_quant, ChannelFakeQuant):
-                fake_quant.fake_quant.enable_observer()
-                fake_quant(original_of(module, tensor))  # observes once, then disables
+                fake_quant.fake_quant.observing = True
+                fake_quant(original_of(module, tensor))  # observes once, then stops
 
 
 @torch.no_grad()
 def convert(model: nn.Module) -> nn.Module:
-    """Turn a QAT-prepared model into its int8 CPU model, in place (eval mode); returns it.
+    """Turn a QAT-prepared model into its int8 model, in place (CPU, eval mode); returns it.
 
-    Uses the frozen scales: the int8 model computes what the fake-quant model simulated, up
-    to int32 accumulation and requantization rounding. On a CPU where torch.ao's int8 Linear
-    is not exact (no VNNI) the model refuses to run until ``kernel.accelerate`` swaps in
-    foxhunt's exact kernel (``quant/guard.py``).
+    Uses the frozen grids: the int8 model computes exactly what the fake-quant model computes
+    in eval mode (``QuantizedLinear``'s reference forward); foxhunt's int8 kernel
+    (``kernel.accelerate``) computes the same with int8 GEMMs, up to float32 rounding.
     """
     schedule = schedule_of(model)
     if schedule is None:
         raise ValueError("convert() needs a model prepared with prepare_qat()")
     schedule.detach()
     delattr(model, SCHEDULE_NAME)
-    dynamic_lstms = schedule.config.lstm == "dynamic"
     set_observers(model, False)
     model.cpu().eval()
-    with quiet(), engine(schedule.config.backend):
-        for module in [m for m in model.modules() if isinstance(m, tq.QuantWrapper)]:
-            tq.convert(module, inplace=True)
-        for name, module in list(model.named_modules()):
-            if dynamic_lstms and isinstance(module, nn.LSTM) and int8_of(module, "weight_ih_l0"):
-                _replace(model, name, _convert_lstm(module))
-                continue
-            for tensor in list(getattr(module, "parametrizations", {})):
-                fake_quant = int8_of(module, tensor)
-                if isinstance(fake_quant, ChannelFakeQuant):
-                    store_int8(module, tensor, *fake_quant.int8(original_of(module, tensor)))
-    return guard(model, schedule.config.backend)
-
-
-def _convert_lstm(lstm: nn.LSTM) -> nn.Module:
-    weights, biases = {}, {}
-    for name in lstm._flat_weights_names:
-        if name.startswith("weight_"):
-            fake_quant = int8_of(lstm, name)
-            assert isinstance(fake_quant, ChannelFakeQuant)
-            int8, scale = fake_quant.int8(original_of(lstm, name))
-            weights[name] = make_qweight(int8, scale)
-        else:
-            biases[name] = getattr(lstm, name).detach()
-    return dynamic_lstm(lstm, weights, biases)
+    for name, module in list(model.named_modules()):
+        if isinstance(module, FakeQuantLinear):
+            _replace(model, name, QuantizedLinear.from_fake_quant(module))
+            continue
+        for tensor in list(getattr(module, "parametrizations", {})):
+            fake_quant = int8_of(module, tensor)
+            if isinstance(fake_quant, ChannelFakeQuant):
+                store_int8(module, tensor, *fake_quant.int8(original_of(module, tensor)))
+    return model
 
 
 @torch.no_grad()
-def quantize_dynamic(
-    model: nn.Module, *, lstm: str = "int8-weights", backend: str = "onednn"
-) -> nn.Module:
+def quantize_dynamic(model: nn.Module, *, lstm: str = "int8-weights") -> nn.Module:
     """Post-training dynamic int8 of a float model, in place (CPU, eval mode); returns it.
 
     The layers of the QAT int8 model, quantized without training: Linear layers become
-    torch's dynamic int8 Linear (weights per channel, activations quantized per call from
-    their own range); the directly read weights and, by default, the LSTM weights are stored
-    int8 (per-channel min/max). ``lstm`` and ``backend`` as in ``QATConfig``.
+    dynamic ``QuantizedLinear`` layers (weights per channel from their own range, inputs on a
+    7-bit grid chosen per call from their own range); the directly read weights and, by
+    default, the LSTM weights are stored int8 (per-channel min/max). ``lstm`` as QATConfig's.
     """
     if schedule_of(model) is not None:
         raise ValueError("a QAT-prepared model converts with convert(), not quantize_dynamic()")
     found = plan(model, lstm=lstm)
-    weights = [*found.weights, *(found.lstm_weights(model) if lstm == "int8-weights" else [])]
-    qconfig = dynamic_qconfig()
-    assert qconfig.weight is not None
     model.cpu().eval()
-    with quiet(), engine(backend):
-        dynamic = (*found.linears, *(found.lstms if lstm == "dynamic" else ()))
-        tq.quantize_dynamic(model, dict.fromkeys(dynamic, qconfig), inplace=True)
-        for module_name, tensor, dims in weights:
-            module = model.get_submodule(module_name)
-            int8, scale = quantize_per_channel(getattr(module, tensor), dims, qconfig.weight())
-            store_int8(module, tensor, int8, scale)
+    for name in found.linears:
+        linear = model.get_submodule(name)
+        assert isinstance(linear, nn.Linear)
+        _replace(model, name, QuantizedLinear.dynamic(linear))
+    for module_name, tensor, dims in [*found.weights, *found.lstm_weights(model)]:
+        module = model.get_submodule(module_name)
+        store_int8(module, tensor, *quantize_per_channel(getattr(module, tensor), dims))
     return model
 
 
-def int8_structure(model: nn.Module, *, mode: str, lstm: str = "int8-weights") -> nn.Module:
+def int8_structure(
+    model: nn.Module, *, mode: str, lstm: str = "int8-weights", activation_max: int = 255
+) -> nn.Module:
     """Give a fresh float TFT the module structure that ``convert`` (mode "qat") or
     ``quantize_dynamic`` (mode "dynamic") produces, with placeholder values, so that an
     exported int8 state loads into it (:func:`foxhunt.quant.serialize.load_int8_tensors`)."""
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: use one of {MODES}")
     found = plan(model, lstm=lstm)
-    weights = [*found.weights, *(found.lstm_weights(model) if lstm == "int8-weights" else [])]
     model.cpu().eval()
-    with quiet(), torch.no_grad():
+    with torch.no_grad():
         for name in found.linears:
             linear = model.get_submodule(name)
             assert isinstance(linear, nn.Linear)
-            _replace(model, name, _int8_linear_placeholder(linear, mode))
-        for module_name, tensor, dims in weights:
+            shape = (linear.in_features, linear.out_features)
+            placeholder = QuantizedLinear(
+                *shape,
+                bias=linear.bias is not None,
+                static=mode == "qat",
+                activation_max=activation_max,
+            )
+            _replace(model, name, placeholder)
+        for module_name, tensor, dims in [*found.weights, *found.lstm_weights(model)]:
             module = model.get_submodule(module_name)
             weight = getattr(module, tensor)
             scale = torch.ones(channel_shape(weight.shape, dims))
             store_int8(module, tensor, torch.zeros_like(weight, dtype=torch.int8), scale)
-        for name in found.lstms if lstm == "dynamic" else ():
-            float_lstm = model.get_submodule(name)
-            assert isinstance(float_lstm, nn.LSTM)
-            qweights, biases = {}, {}
-            for w in float_lstm._flat_weights_names:
-                value = getattr(float_lstm, w).detach()
-                if w.startswith("weight_"):
-                    ones = torch.ones(value.shape[0])
-                    qweights[w] = make_qweight(torch.zeros_like(value, dtype=torch.int8), ones)
-                else:
-                    biases[w] = value
-            _replace(model, name, dynamic_lstm(float_lstm, qweights, biases))
     return model
-
-
-def _int8_linear_placeholder(linear: nn.Linear, mode: str) -> nn.Module:
-    shape = (linear.in_features, linear.out_features, linear.bias is not None)
-    int8 = nnqd.Linear(*shape) if mode == "dynamic" else nnq.Linear(*shape)
-    placeholder = torch.zeros(linear.out_features, linear.in_features, dtype=torch.int8)
-    bias = None if linear.bias is None else linear.bias.detach()
-    int8.set_weight_bias(make_qweight(placeholder, torch.ones(len(placeholder))), bias)
-    if mode == "dynamic":
-        return int8
-    wrapper = tq.QuantWrapper(linear)
-    wrapper.quant = nnq.Quantize(1.0, 0, torch.quint8)  # type: ignore[assignment]
-    wrapper.module = int8
-    wrapper.dequant = nnq.DeQuantize()  # type: ignore[assignment]
-    return wrapper.eval()

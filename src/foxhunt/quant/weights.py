@@ -4,7 +4,7 @@ Some of the TFT's weights are not applied by ``F.linear`` of their own module: t
 ``[n, fan_in, fan_out]`` weights of the per-variable GRNs (``VariableGRNs``, run by a fused
 op), the variable selection GRN's input projections (folded with the input embeddings) and
 the LSTM's gate weights. They are fake-quantized from outside with a
-``torch.nn.utils.parametrize`` parametrization wrapping a torch.ao ``FakeQuantize``
+``torch.nn.utils.parametrize`` parametrization wrapping a :class:`~foxhunt.quant.fake.WeightQuant`
 (:class:`ChannelFakeQuant`), so every read of ``module.<name>`` sees the fake-quantized
 weight and its gradient flows straight through to the float weight. After ``convert`` they
 are stored as int8 plus one float32 scale per channel (:class:`Int8Weight`).
@@ -21,8 +21,9 @@ from typing import cast
 
 import torch
 from torch import Tensor, nn
-from torch.ao.quantization import FakeQuantizeBase
 from torch.nn.utils import parametrize
+
+from foxhunt.quant.fake import WeightQuant
 
 
 def to_channels(weight: Tensor, channel_dims: tuple[int, ...]) -> Tensor:
@@ -48,38 +49,31 @@ def channel_shape(shape: torch.Size, channel_dims: tuple[int, ...]) -> list[int]
 class ChannelFakeQuant(nn.Module):
     """Parametrization: int8 fake quantization of a weight, one scale per channel.
 
-    ``fake_quant`` is a per-channel torch.ao FakeQuantize (``ch_axis=0``, symmetric qint8);
-    it sees the weight as ``[channels, fan_in]``. Its observer updates at most once per
+    ``fake_quant`` (a :class:`WeightQuant`) sees the weight as ``[channels, fan_in]``. Its observer updates at most once per
     forward pass of the model: a weight read twice in one pass (``VariableGRNs`` and
     ``nn.LSTM`` both do) is quantized on the same grid both times, and the
     :class:`~foxhunt.quant.schedule.ObserverSchedule` re-enables it before the next pass.
     """
 
-    def __init__(self, channel_dims: tuple[int, ...], fake_quant: FakeQuantizeBase) -> None:
+    def __init__(self, channel_dims: tuple[int, ...]) -> None:
         super().__init__()
         if tuple(sorted(channel_dims)) != tuple(channel_dims):
             raise ValueError(f"channel_dims must be increasing, got {channel_dims}")
         self.channel_dims = tuple(channel_dims)
-        self.fake_quant = fake_quant
+        self.fake_quant = WeightQuant()
 
     def forward(self, weight: Tensor) -> Tensor:
         flat = self.fake_quant(to_channels(weight, self.channel_dims))
-        self.fake_quant.disable_observer()  # one observation per forward pass (no device sync)
+        self.fake_quant.observing = False  # one observation per forward pass
         return from_channels(flat, self.channel_dims, weight.shape)
 
     @torch.no_grad()
     def int8(self, weight: Tensor) -> tuple[Tensor, Tensor]:
         """(int8 values in ``weight``'s layout, float32 scale that broadcasts to it) of the
-        fake-quantized ``weight``, on the frozen grid: ``int8 * scale`` equals it exactly."""
-        zero_point, scale = (
-            cast(Tensor, self.fake_quant.zero_point),
-            cast(Tensor, self.fake_quant.scale),
-        )
-        if bool(torch.any(zero_point != 0)):
-            raise ValueError("weights are quantized symmetrically; got a nonzero zero point")
-        scale = scale.detach().float().reshape(channel_shape(weight.shape, self.channel_dims))
-        quantized = self.forward(weight)  # observers are off here: the frozen grid
-        return torch.round(quantized / scale).clamp_(-128, 127).to(torch.int8), scale
+        fake-quantized ``weight``, on the current grid: ``int8 * scale`` equals it exactly."""
+        int8, scale = self.fake_quant.int8(to_channels(weight, self.channel_dims))
+        shape = channel_shape(weight.shape, self.channel_dims)
+        return from_channels(int8, self.channel_dims, weight.shape), scale.reshape(shape)
 
 
 class Int8Weight(nn.Module):
@@ -153,16 +147,10 @@ def int8_of(module: nn.Module, name: str) -> ChannelFakeQuant | Int8Weight | Non
     return found if isinstance(found, ChannelFakeQuant | Int8Weight) else None
 
 
-def quantize_per_channel(
-    weight: Tensor, channel_dims: tuple[int, ...], observer: nn.Module
-) -> tuple[Tensor, Tensor]:
-    """Post-training: (int8, scale) of ``weight`` from a fresh per-channel torch.ao observer."""
+def quantize_per_channel(weight: Tensor, channel_dims: tuple[int, ...]) -> tuple[Tensor, Tensor]:
+    """Post-training: (int8, scale) of ``weight``, symmetric per channel from its own range."""
+    quant = ChannelFakeQuant(channel_dims)
     with torch.no_grad():
         flat = to_channels(weight.detach().float(), channel_dims)
-        observer(flat)
-        scale, zero_point = observer.calculate_qparams()  # type: ignore[operator]
-        if bool(torch.any(zero_point != 0)):
-            raise ValueError("weight observers must be symmetric (zero point 0)")
-        scale = scale.float().reshape(channel_shape(weight.shape, channel_dims))
-        int8 = torch.round(weight.detach().float() / scale).clamp_(-128, 127).to(torch.int8)
-    return int8, scale
+        quant.fake_quant.observe(flat)
+        return quant.int8(weight.detach().float())

@@ -1,0 +1,146 @@
+"""The int8 Linear layer of a QAT model (fake-quant) and of its converted model.
+
+:class:`FakeQuantLinear` is what ``prepare_qat`` puts in place of an ``nn.Linear``: the
+input, the weight and the output are fake-quantized (uint8 activations per tensor, int8
+weights per output channel). :class:`QuantizedLinear` is what ``convert`` makes of it: int8
+weights, float32 scales, frozen activation grids. Its own forward is the reference: it
+computes in float32 exactly what the fake-quant layer computes in eval mode (the same ATen
+fake-quant ops on the same grids), on any CPU or GPU. foxhunt's int8 kernel
+(``quant/kernel.py``) computes the same layer with an int8 GEMM where it builds.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from foxhunt.quant.fake import ActivationQuant, WeightQuant
+
+#: 7-bit input grids of post-training dynamic layers, chosen per call as torch's dynamic
+#: int8 Linear chose them: int32 sums of 127 * 128 products can never saturate
+DYNAMIC_MAX = 127
+
+
+class FakeQuantLinear(nn.Module):
+    """``fq_out(linear(fq_in(x), fq_w(W)))`` for quantization-aware training."""
+
+    def __init__(self, linear: nn.Linear, activation_max: int = 255) -> None:
+        super().__init__()
+        self.input_quant = ActivationQuant(activation_max)
+        self.linear = linear
+        self.weight_quant = WeightQuant()
+        self.output_quant = ActivationQuant(activation_max)
+
+    @property
+    def in_features(self) -> int:
+        return self.linear.in_features
+
+    @property
+    def out_features(self) -> int:
+        return self.linear.out_features
+
+    def forward(self, x: Tensor) -> Tensor:
+        weight = self.weight_quant(self.linear.weight)
+        return self.output_quant(F.linear(self.input_quant(x), weight, self.linear.bias))
+
+
+class QuantizedLinear(nn.Module):
+    """An int8 Linear: int8 ``weight`` [out, in] with a float32 ``weight_scale`` per output
+    unit (symmetric), a float32 ``bias``, and either frozen uint8 grids for the input and the
+    output (static, from QAT) or a 7-bit input grid chosen per call from the input's own
+    range and a float output (dynamic, post-training)."""
+
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        *,
+        bias: bool,
+        static: bool,
+        activation_max: int = 255,
+    ) -> None:
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.static = static
+        self.activation_max = activation_max if static else DYNAMIC_MAX
+        self.register_buffer("weight", torch.zeros(out_features, in_features, dtype=torch.int8))
+        self.register_buffer("weight_scale", torch.ones(out_features))
+        self.register_buffer("bias", torch.zeros(out_features) if bias else None)
+        if static:
+            for side in ("input", "output"):
+                self.register_buffer(f"{side}_scale", torch.ones(()))
+                self.register_buffer(f"{side}_zero_point", torch.zeros((), dtype=torch.int32))
+        self.weight: Tensor
+        self.weight_scale: Tensor
+        self.bias: Tensor | None
+        self.input_scale: Tensor
+        self.input_zero_point: Tensor
+        self.output_scale: Tensor
+        self.output_zero_point: Tensor
+
+    @classmethod
+    @torch.no_grad()
+    def from_fake_quant(cls, layer: FakeQuantLinear) -> QuantizedLinear:
+        """The int8 layer on the frozen grids of a trained :class:`FakeQuantLinear`."""
+        linear = layer.linear
+        out = cls(
+            linear.in_features,
+            linear.out_features,
+            bias=linear.bias is not None,
+            static=True,
+            activation_max=layer.input_quant.quant_max,
+        )
+        out.set_weight(*layer.weight_quant.int8(linear.weight), linear.bias)
+        for side, quant in (("input", layer.input_quant), ("output", layer.output_quant)):
+            getattr(out, f"{side}_scale").fill_(float(quant.scale))
+            getattr(out, f"{side}_zero_point").fill_(int(quant.zero_point))
+        return out.to(linear.weight.device)
+
+    @classmethod
+    @torch.no_grad()
+    def dynamic(cls, linear: nn.Linear) -> QuantizedLinear:
+        """Post-training: per-channel int8 weights from their own range, dynamic inputs."""
+        out = cls(
+            linear.in_features, linear.out_features, bias=linear.bias is not None, static=False
+        )
+        quant = WeightQuant()
+        quant.observe(linear.weight.float())
+        out.set_weight(*quant.int8(linear.weight.float()), linear.bias)
+        return out.to(linear.weight.device)
+
+    @torch.no_grad()
+    def set_weight(self, int8: Tensor, scale: Tensor, bias: Tensor | None) -> None:
+        self.weight.copy_(int8)
+        self.weight_scale.copy_(scale.reshape(-1))
+        if self.bias is not None and bias is not None:
+            self.bias.copy_(bias.detach())
+
+    def input_qparams(self, x: Tensor | None = None) -> tuple[float, int]:
+        """(scale, zero point) the input ``x`` is quantized with (static: the frozen grid)."""
+        if self.static:
+            return float(self.input_scale), int(self.input_zero_point)
+        if x is None:
+            raise ValueError("a dynamic layer chooses its input grid from the input")
+        scale, zero_point = torch._choose_qparams_per_tensor(x, True)  # 7 bits, as torch
+        return float(scale), int(zero_point)
+
+    def output_qparams(self) -> tuple[float, int] | None:
+        """(scale, zero point) of the output grid; None: the output stays float."""
+        if not self.static:
+            return None
+        return float(self.output_scale), int(self.output_zero_point)
+
+    def forward(self, x: Tensor) -> Tensor:
+        scale, zero_point = self.input_qparams(x)
+        x = torch.fake_quantize_per_tensor_affine(x, scale, zero_point, 0, self.activation_max)
+        weight = self.weight.to(self.weight_scale.dtype) * self.weight_scale[:, None]
+        y = F.linear(x, weight, self.bias)
+        output = self.output_qparams()
+        if output is None:
+            return y
+        return torch.fake_quantize_per_tensor_affine(y, *output, 0, self.activation_max)
+
+    def extra_repr(self) -> str:
+        mode = f"static, 0..{self.activation_max}" if self.static else "dynamic"
+        return f"in_features={self.in_features}, out_features={self.out_features}, {mode}"
