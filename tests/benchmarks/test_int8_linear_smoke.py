@@ -25,5 +25,5 @@ def test_int8_linear_benchmark_prints_its_table(
         pytest.skip("this CPU has neither AVX2 nor AVX-512 VNNI: the int8 kernel does nothing")
     args = [sys.executable, str(SCRIPT), "--rows", "1", "5", "--in-features", "8"]
     out = subprocess.run(args, capture_output=True, text=True, timeout=300, check=True).stdout
-    assert "| rows | FP32 | torch.ao int8 | foxhunt int8 |" in out
+    assert "| rows | FP32 | reference int8 | foxhunt int8 |" in out
     assert out.count("\n| ") == 4  # header, rule, and a line per row count

@@ -9,7 +9,7 @@ from torch import Tensor, nn
 
 from foxhunt import TFTBatch, TFTConfig, quantile_loss
 from foxhunt.data import PreparedData
-from foxhunt.quant.toolkit import quiet
+from foxhunt.quant.linear import QuantizedLinear
 from foxhunt.training.inference import sequential_batches
 
 
@@ -41,32 +41,30 @@ def predict(model: nn.Module, data: PreparedData) -> Tensor:
         return torch.cat([model(b).quantiles for b in sequential_batches(data.validation, 256)])
 
 
-def exact_static_linear(wrapper: nn.Module, x: Tensor) -> Tensor:
-    """What a converted static Linear (``Quantize -> nnq.Linear -> DeQuantize``) means,
-    computed exactly: the input quantized as torch quantizes it, integer dot products in
-    int64, weight and input scales, bias, then the output rounded to its frozen grid. The
-    reference of the int8 tests: torch.ao's own layers saturate on CPUs without VNNI."""
-    quant, linear = wrapper.quant, wrapper.module
-    x_scale, x_zp = float(quant.scale), int(quant.zero_point)
-    with quiet():
-        xq = torch.quantize_per_tensor(x, x_scale, x_zp, torch.quint8).int_repr().long() - x_zp
-    w = linear.weight()
-    w_scale = w.q_per_channel_scales() if w.qscheme() != torch.per_tensor_affine else w.q_scale()
-    acc = xq @ w.int_repr().long().T  # exact
-    y = acc.double() * x_scale * torch.as_tensor(w_scale, dtype=torch.float64)
-    if linear.bias() is not None:
-        y = y + linear.bias().double()
-    with quiet():
-        out = torch.quantize_per_tensor(y.float(), linear.scale, linear.zero_point, torch.quint8)
-    return out.dequantize()
+def exact_static_linear(layer: QuantizedLinear, x: Tensor) -> Tensor:
+    """What a converted int8 Linear means, computed exactly: the input rounded to its grid
+    as ATen's fake quantization rounds it, integer dot products in int64, weight and input
+    scales and the bias in float64, then the output rounded to its frozen grid (static)."""
+    x_scale, x_zp = layer.input_qparams(x)
+    top = layer.activation_max
+    fake = torch.fake_quantize_per_tensor_affine(x, x_scale, x_zp, 0, top)
+    xq = torch.round(fake / x_scale).long()  # q - zero point, exact integers
+    acc = xq @ layer.weight.long().T  # exact
+    y = acc.double() * x_scale * layer.weight_scale.double()
+    if layer.bias is not None:
+        y = y + layer.bias.double()
+    out = layer.output_qparams()
+    if out is None:
+        return y.float()
+    return torch.fake_quantize_per_tensor_affine(y.float(), *out, 0, top)
 
 
 class ExactStaticLinear(nn.Module):
     """``exact_static_linear`` as a module, to stand in a model where a converted Linear is."""
 
-    def __init__(self, wrapper: nn.Module) -> None:
+    def __init__(self, layer: QuantizedLinear) -> None:
         super().__init__()
-        self.wrapper = wrapper
+        self.layer = layer
 
     def forward(self, x: Tensor) -> Tensor:
-        return exact_static_linear(self.wrapper, x)
+        return exact_static_linear(self.layer, x)

@@ -1,8 +1,7 @@
 """foxhunt's int8 kernel (quant/int8_linear.cpp) against what the layers it replaces mean.
 
-References: an exact integer computation for static layers (torch.ao's own static int8 Linear
-saturates on CPUs without VNNI, see quant/guard.py), torch.ao's dynamic layers (7-bit
-activations: exact everywhere), and the fake-quant model QAT trained for whole TFTs."""
+References: an exact integer computation of the converted layers (``QuantizedLinear``), their
+own float32 forward, and the fake-quant model QAT trained for whole TFTs."""
 
 from __future__ import annotations
 
@@ -14,9 +13,6 @@ from types import ModuleType
 
 import pytest
 import torch
-import torch.ao.nn.quantized as nnq
-import torch.ao.nn.quantized.dynamic as nnqd
-import torch.ao.quantization as tq
 import torch.nn.functional as F
 from quant_helpers import ExactStaticLinear, exact_static_linear, predict, train_steps
 from torch import Tensor, nn
@@ -34,7 +30,7 @@ from foxhunt.quant.kernel import (
     glu_order,
     load,
 )
-from foxhunt.quant.toolkit import engine, quiet
+from foxhunt.quant.linear import QuantizedLinear
 
 OUT_SCALE, OUT_ZP = 0.05, 120
 
@@ -54,35 +50,30 @@ def kernel(
     return module
 
 
-def qweight(n: int, k: int, seed: int) -> tuple[Tensor, Tensor]:
-    """A per-channel symmetric qint8 weight [n, k] and a float bias [n]."""
+def qweight(n: int, k: int, seed: int) -> tuple[Tensor, Tensor, Tensor]:
+    """Per-channel symmetric int8 weight [n, k], its scales [n] and a float bias [n]."""
     gen = torch.Generator().manual_seed(seed)
     w = torch.randn(n, k, generator=gen) * 0.1
-    scales = (w.abs().amax(dim=1) / 127).double()
-    q = torch.quantize_per_channel(w, scales, torch.zeros(n, dtype=torch.long), 0, torch.qint8)
-    return q, torch.randn(n, generator=gen)
+    scale = w.abs().amax(dim=1) / 127
+    int8 = torch.round(w / scale[:, None]).clamp(-128, 127).to(torch.int8)
+    return int8, scale, torch.randn(n, generator=gen)
 
 
-def static_linear(n: int, k: int, seed: int = 0) -> tq.QuantWrapper:
-    """What ``convert`` makes of a QAT Linear: Quantize -> nnq.Linear -> DeQuantize."""
-    with quiet(), engine("onednn"):
-        q, bias = qweight(n, k, seed)
-        linear = nnq.Linear(k, n)
-        linear.set_weight_bias(q, bias)
-        linear.scale, linear.zero_point = OUT_SCALE, OUT_ZP
-        wrapper = tq.QuantWrapper(nn.Linear(k, n))
-        wrapper.quant = nnq.Quantize(0.03, 128, torch.quint8)  # type: ignore[assignment]
-        wrapper.module = linear
-        wrapper.dequant = nnq.DeQuantize()  # type: ignore[assignment]
-        return wrapper.eval()
+def static_linear(n: int, k: int, seed: int = 0, top: int = 255) -> QuantizedLinear:
+    """What ``convert`` makes of a QAT Linear: frozen input and output grids."""
+    layer = QuantizedLinear(k, n, bias=True, static=True, activation_max=top)
+    layer.set_weight(*qweight(n, k, seed))
+    layer.input_scale.fill_(0.03 if top == 255 else 0.06)
+    layer.input_zero_point.fill_(128 if top == 255 else 64)
+    layer.output_scale.fill_(OUT_SCALE)
+    layer.output_zero_point.fill_(OUT_ZP)
+    return layer.eval()
 
 
-def dynamic_linear(n: int, k: int, seed: int = 0) -> nnqd.Linear:
-    with quiet(), engine("onednn"):
-        q, bias = qweight(n, k, seed)
-        linear = nnqd.Linear(k, n)
-        linear.set_weight_bias(q, bias)
-        return linear
+def dynamic_linear(n: int, k: int, seed: int = 0) -> QuantizedLinear:
+    layer = QuantizedLinear(k, n, bias=True, static=False)
+    layer.set_weight(*qweight(n, k, seed))
+    return layer.eval()
 
 
 def inputs(*shape: int, seed: int = 1) -> Tensor:
@@ -102,44 +93,53 @@ def assert_matches(ours: Tensor, reference: Tensor, step: float) -> None:
 SHAPES = [(1, 5, 3), (7, 64, 128), (100, 17, 64), (73, 130, 200)]
 
 
+@pytest.mark.parametrize("top", [255, 127])
 @pytest.mark.parametrize(("rows", "k", "n"), SHAPES)
-def test_static_linear_is_exact(kernel: ModuleType, rows: int, k: int, n: int) -> None:
-    wrapper = static_linear(n, k)
+def test_static_linear_is_exact(kernel: ModuleType, rows: int, k: int, n: int, top: int) -> None:
+    """8-bit and 7-bit grids, inputs and outputs beyond them, inputs on rounding ties."""
+    reference = static_linear(n, k, top=top)
     x = inputs(2, rows, k)
-    layer = Int8Linear.from_converted(wrapper, kernel)
+    layer = Int8Linear.from_converted(reference, kernel)
     on_ties = torch.randint(-60, 60, x.shape, generator=torch.Generator().manual_seed(2)) + 0.5
     with torch.no_grad():
-        assert_matches(layer(x), exact_static_linear(wrapper, x), OUT_SCALE)
-        ties = on_ties * 0.03  # x / scale = n + 1/2
-        assert_matches(layer(ties), exact_static_linear(wrapper, ties), OUT_SCALE)
+        assert_matches(layer(x), exact_static_linear(reference, x), OUT_SCALE)
+        assert_matches(layer(x), reference(x), OUT_SCALE)  # the float32 reference
+        ties = on_ties * float(reference.input_scale)  # x / scale = n + 1/2
+        assert_matches(layer(ties), exact_static_linear(reference, ties), OUT_SCALE)
 
 
-def test_input_quantization_is_torchs_ties_included(kernel: ModuleType) -> None:
-    """Identity weights and no output quantization: the output is the quantized input."""
-    k, x_scale, x_zp = 64, 0.03, 128
-    w_scale = torch.full((k,), 1 / 127, dtype=torch.double)
-    eye = torch.quantize_per_channel(
-        torch.eye(k), w_scale, torch.zeros(k, dtype=torch.long), 0, torch.qint8
-    )
-    layer = Int8Linear(eye, None, input_qparams=(x_scale, x_zp), output_qparams=None, kernel=kernel)
+@pytest.mark.parametrize("top", [255, 127])
+def test_input_quantization_is_atens_ties_included(kernel: ModuleType, top: int) -> None:
+    """Identity weights and no output quantization: the output is the quantized input, as
+    ATen's fake quantization rounds it (half to even before the zero point is added)."""
+    k, x_scale, x_zp = 64, 0.03, 100
+    eye = (torch.eye(k) * 127).to(torch.int8)
+    w_scale = torch.full((k,), 1 / 127)
+    layer = Int8Linear(
+        eye, w_scale, None, input_qparams=(x_scale, x_zp), output_qparams=None, kernel=kernel,
+        activation_max=top,
+    )  # fmt: skip
     gen = torch.Generator().manual_seed(3)
     x = torch.cat(
-        [(torch.randint(-100, 100, (500, k), generator=gen) + 0.5) * x_scale, inputs(500, k)]
+        [(torch.randint(-150, 200, (500, k), generator=gen) + 0.5) * x_scale, inputs(500, k)]
     )
-    with quiet():
-        q = torch.quantize_per_tensor(x, x_scale, x_zp, torch.quint8).int_repr().int()
-    mult = torch.tensor(x_scale, dtype=torch.float32) * w_scale.float()[0]
-    assert torch.equal(layer(x), ((q - x_zp) * 127).float() * mult)
+    fake = torch.fake_quantize_per_tensor_affine(x, x_scale, x_zp, 0, top)
+    q = torch.round(fake / x_scale).int()  # q - zero point
+    mult = torch.tensor(x_scale, dtype=torch.float32) * w_scale[0]
+    assert torch.equal(layer(x), (q * 127).float() * mult)
 
 
 @pytest.mark.parametrize(("rows", "k", "n"), SHAPES)
-def test_dynamic_linear_matches_torch_ao(kernel: ModuleType, rows: int, k: int, n: int) -> None:
+def test_dynamic_linear_matches_its_reference(
+    kernel: ModuleType, rows: int, k: int, n: int
+) -> None:
     linear = dynamic_linear(n, k)
     x = inputs(2, rows, k)
     with torch.no_grad():
         reference = linear(x)
         step = float(reference.abs().max()) / 100
         assert_matches(Int8Linear.from_converted(linear, kernel)(x), reference, step)
+        assert torch.allclose(exact_static_linear(linear, x), reference, atol=1e-4)
 
 
 def test_glu_order_pairs_each_value_with_its_gate() -> None:
@@ -201,7 +201,7 @@ def test_accelerated_tft_predicts_what_qat_simulated(
     modules = list(fast.modules())
     assert replaced >= 10
     assert any(isinstance(m, Int8GateAddNorm) for m in modules)
-    assert not any(isinstance(m, tq.QuantWrapper) for m in modules)  # every int8 Linear
+    assert not any(isinstance(m, QuantizedLinear) for m in modules)  # every int8 Linear
     expected, got = predict(qat_tft, data), predict(fast, data)
     assert (got - expected).abs().max() <= 0.01 * expected.std()
     assert (got - expected).abs().mean() <= 1e-4 * expected.std()
@@ -209,24 +209,24 @@ def test_accelerated_tft_predicts_what_qat_simulated(
         assert torch.equal(predict(copy.deepcopy(fast), data), got)
 
 
-def test_accelerated_dynamic_tft_predicts_what_torch_ao_computes(  # 7-bit: exact everywhere
+def test_accelerated_dynamic_tft_predicts_what_its_reference_computes(
     kernel: ModuleType, float_model: TemporalFusionTransformer, data: PreparedData
 ) -> None:
     reference = quantize_dynamic(copy.deepcopy(float_model))
     fast = copy.deepcopy(reference)
     assert accelerate(fast, kernel) > 0
-    assert not any(isinstance(m, nnqd.Linear) for m in fast.modules())
+    assert not any(isinstance(m, QuantizedLinear) for m in fast.modules())
     expected, got = predict(reference, data), predict(fast, data)
     assert (got - expected).abs().max() <= 0.01 * expected.std()
 
 
-def test_kernel_switched_off_keeps_torch_ao_layers(
+def test_kernel_switched_off_keeps_the_reference_layers(
     monkeypatch: pytest.MonkeyPatch, qat_tft: nn.Module
 ) -> None:
     monkeypatch.setenv("FOXHUNT_FUSED_KERNEL", "0")
     model = convert(copy.deepcopy(qat_tft))
     assert accelerate(model) == 0
-    assert any(isinstance(m, tq.QuantWrapper) for m in model.modules())
+    assert any(isinstance(m, QuantizedLinear) for m in model.modules())
 
 
 def test_threads_split_rows_without_changing_the_result(kernel: ModuleType) -> None:

@@ -44,9 +44,9 @@ class FakeQuant(nn.Module):
         self.observing = False
         self.register_buffer("scale", torch.tensor([1.0]))
         self.register_buffer("zero_point", torch.tensor([0], dtype=torch.int32))
-        empty = torch.tensor([]) if per_channel else None
-        self.register_buffer("min_val", empty if per_channel else torch.tensor(float("inf")))
-        self.register_buffer("max_val", empty if per_channel else torch.tensor(float("-inf")))
+        # per channel: empty until observed (the channel count comes with the first weight)
+        self.register_buffer("min_val", torch.tensor([] if per_channel else float("inf")))
+        self.register_buffer("max_val", torch.tensor([] if per_channel else float("-inf")))
         self.scale: Tensor
         self.zero_point: Tensor
         self.min_val: Tensor

@@ -1,0 +1,104 @@
+"""QAT off torch.ao: old runs still load, the whole QAT path warns of nothing, no torch.ao."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import warnings
+from pathlib import Path
+
+import pandas as pd
+import torch
+from safetensors.torch import load_file
+
+import foxhunt
+from foxhunt.cli import main
+from foxhunt.data import generate_bars
+from foxhunt.exports.int8 import export_run, load_export
+from foxhunt.quant import convert
+from foxhunt.quant.kernel import available
+from foxhunt.serving import load_run
+from foxhunt.training.inference import predict_windows
+
+#: a QAT run (hidden size 8, backend onednn, int8-weights LSTM) trained by foxhunt 6993cb3,
+#: the last version on torch.ao, with the forecasts its fake-quant model made of every 16th
+#: window of ``generate_bars(days=8, seed=1)``
+LEGACY = Path(__file__).with_name("legacy_qat_run")
+SMALL = [
+    "--lookback", "16", "--horizon", "4", "--hidden-size", "8", "--variable-hidden-size", "4",
+    "--attention-heads", "2", "--batch-size", "32", "--max-steps-per-epoch", "3",
+    "--patience", "0", "--seed", "3", "--no-report", "--epochs", "1",
+]  # fmt: skip
+
+
+def test_a_torch_ao_era_qat_run_loads_and_forecasts_bit_for_bit(tmp_path: Path) -> None:
+    run = load_run(LEGACY)
+    expected = load_file(LEGACY / "expected_forecasts.safetensors")
+    dataset = run.preprocessor.dataset(generate_bars(days=8, seed=1))
+    batch = dataset.__getitems__(expected["windows"].tolist())
+    with torch.no_grad():
+        got = run.model.eval()(batch).quantiles
+    assert torch.equal(got, expected["quantiles"])
+    with torch.no_grad():  # and it converts to an int8 model computing the same
+        assert torch.equal(convert(run.model)(batch).quantiles, expected["quantiles"])
+    folder = tmp_path / "legacy"
+    shutil.copytree(LEGACY, folder)
+    export_run(folder, tmp_path / "e", mode="qat")
+    with torch.no_grad():
+        exported = load_export(tmp_path / "e", kernel=False).model(batch).quantiles
+    assert torch.equal(exported, expected["quantiles"])
+
+
+def test_qat_training_export_and_serving_warn_of_nothing(tmp_path: Path) -> None:
+    """``train --qat``, ``export --int8`` (foxhunt's format and ONNX) and serving both, with
+    every warning shown: none may say deprecated (torch.ao's eager API warned on each use)."""
+    bars = tmp_path / "bars.parquet"
+    generate_bars(days=6, seed=2).to_parquet(bars)
+    run, export = tmp_path / "r", tmp_path / "e"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        train = ["train", "--parquet-file", str(bars), *SMALL, "--qat", "--qat-freeze-after", "2"]
+        assert main([*train, "--output-dir", str(run)]) == 0
+        assert main(["export", "--int8", str(run), "--output", str(export)]) == 0
+        dataset = load_run(run).preprocessor.dataset(pd.read_parquet(bars))
+        for kernel in (False, available() is not None):
+            predict_windows(load_export(export, kernel=kernel).model, dataset)
+    deprecated = [
+        f"{w.category.__name__}: {w.message} ({w.filename}:{w.lineno})"
+        for w in caught
+        if issubclass(w.category, DeprecationWarning | FutureWarning)
+        or "deprecat" in str(w.message).lower()
+    ]
+    assert not deprecated, deprecated
+
+
+def _torch_ao_uses(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            names = [f"{node.value.id}.{node.attr}"]
+        for name in names:
+            if name.split(".")[:2] in (["torch", "ao"], ["torch", "quantization"]):
+                found.append(f"{path.name}:{node.lineno} {name}")
+    return found
+
+
+def test_foxhunt_uses_no_torch_ao(tmp_path: Path) -> None:
+    package = Path(foxhunt.__file__).parent
+    uses = [use for path in sorted(package.rglob("*.py")) for use in _torch_ao_uses(path)]
+    assert not uses, uses
+    probe = tmp_path / "probe.py"  # the check sees a use when there is one
+    probe.write_text("import torch.ao.quantization\nfrom torch.ao import nn\ntorch.ao.x()\n")
+    assert len(_torch_ao_uses(probe)) == 3
+
+
+def test_the_legacy_fixture_is_what_the_test_says() -> None:
+    state = load_file(LEGACY / "model.safetensors")
+    assert any(".activation_post_process." in k for k in state)  # torch.ao's names
+    assert torch.isfinite(load_file(LEGACY / "expected_forecasts.safetensors")["quantiles"]).all()
