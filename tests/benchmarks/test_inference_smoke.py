@@ -1,21 +1,40 @@
-"""benchmarks/inference.py --quick trains tiny runs, exports them and prints its table
-(timings are not asserted)."""
+"""benchmarks/inference.py and benchmarks/export_accuracy.py on tiny runs: they export the runs
+every way and print their tables (timings and losses are not asserted)."""
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "inference.py"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
-def test_inference_benchmark_prints_its_table() -> None:
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """A tiny FP32 and QAT run, trained as ``inference.py --quick`` trains them."""
     pytest.importorskip("onnxruntime")  # the onnx extra
-    args = [sys.executable, str(SCRIPT), "--quick"]
-    out = subprocess.run(args, capture_output=True, text=True, timeout=900, check=True).stdout
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        from inference import train_runs
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    fp32, qat = train_runs(
+        argparse.Namespace(quick=True, data=None), tmp_path_factory.mktemp("runs")
+    )
+    return ["--fp32-run", str(fp32), "--qat-run", str(qat)]
+
+
+def run(script: str, *args: str) -> str:
+    cmd = [sys.executable, str(BENCHMARKS / script), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=True).stdout
+
+
+def test_inference_benchmark_prints_its_table(runs: list[str]) -> None:
+    out = run("inference.py", "--quick", *runs)
     assert "| route | 1 window | FP32 eager / it | int8 kernel / it | batch 1024 |" in out
     rows = [line for line in out.splitlines() if line.startswith("| ") and " ms |" in line]
     assert [r.split(" | ")[0][2:] for r in rows] == [
@@ -26,3 +45,10 @@ def test_inference_benchmark_prints_its_table() -> None:
         "ONNX Runtime int8 QDQ (calibrated)",
     ]
     assert "1.00x" in rows[0] and "onnxruntime" in out
+
+
+def test_export_accuracy_benchmark_scores_every_route(runs: list[str]) -> None:
+    out = run("export_accuracy.py", *runs)
+    rows = [line for line in out.splitlines() if line.startswith("| ") and "%" in line]
+    assert len(rows) == 6 and "+0.000%" in rows[0]  # FP32 against itself
+    assert "all within 2% of FP32:" in out and "onnxruntime" in out
