@@ -13,7 +13,7 @@ import pytest
 from foxhunt.cli import main
 from foxhunt.data import generate_bars
 from foxhunt.data.volatility import minute_of_day
-from foxhunt.exports.onnx import load_onnx
+from foxhunt.exports.onnx_runtime import load_onnx
 from foxhunt.runs import load_run_folder
 from foxhunt.serving import load_run
 from foxhunt.training.inference import predict_windows
