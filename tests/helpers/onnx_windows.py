@@ -49,7 +49,7 @@ def run_consumer(folder: Path, raw: dict[str, np.ndarray], work: Path) -> np.nda
     """onnx_consumer.py's forecast of ``raw`` from the export ``folder``, run with this
     interpreter in a fresh process (``work``: a folder for its input and output files)."""
     raw_file, out_file = work / "raw.npz", work / "forecast.npy"
-    np.savez(raw_file, **raw)
+    np.savez(raw_file, allow_pickle=False, **raw)  # plain arrays, as a desk would write
     command = [sys.executable, str(CONSUMER), str(folder), str(raw_file), str(out_file)]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
