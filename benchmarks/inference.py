@@ -41,8 +41,9 @@ import torch
 
 from foxhunt.data import generate_bars, prepare_data
 from foxhunt.exports.int8 import export_run, load_export
-from foxhunt.exports.onnx import export_onnx, load_onnx
+from foxhunt.exports.onnx import export_onnx
 from foxhunt.exports.onnx_int8 import export_onnx_int8
+from foxhunt.exports.onnx_runtime import load_onnx
 from foxhunt.quant.kernel import available as int8_kernel
 from foxhunt.runs import read_run_config
 from foxhunt.serving import load_run

@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 from foxhunt.exports.int8 import load_export, load_trained_run
-from foxhunt.exports.onnx import load_onnx_run
+from foxhunt.exports.onnx_runtime import load_onnx_run
 from foxhunt.runs import LoadedRun, is_export, is_onnx_export
 
 

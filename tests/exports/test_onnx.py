@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -12,14 +11,14 @@ import pytest
 
 from foxhunt.cli import main
 from foxhunt.data import generate_bars
-from foxhunt.data.volatility import minute_of_day
-from foxhunt.exports.onnx import load_onnx
+from foxhunt.exports.onnx_runtime import load_onnx
 from foxhunt.runs import load_run_folder
 from foxhunt.serving import load_run
 from foxhunt.training.inference import predict_windows
 from helpers import TINY_CLI
+from helpers.onnx_windows import raw_windows, run_consumer
 
-ort = pytest.importorskip("onnxruntime")  # the onnx extra
+pytest.importorskip("onnxruntime")  # the onnx extra
 
 SMALL = [*TINY_CLI, "--max-steps-per-epoch", "4", "--seed", "3", "--no-report", "--epochs", "1"]
 
@@ -77,64 +76,16 @@ def test_onnx_matches_pytorch(
     np.testing.assert_allclose(one, want[:batch_size], atol=1e-4 * np.ptp(want))
 
 
-def _onnx_only_forecast(folder: Path, raw: dict[str, Any]) -> np.ndarray:
-    """What a consumer without foxhunt does: onnxruntime, numpy and onnx_export.json."""
-    spec = json.loads((folder / "onnx_export.json").read_text())
-    mean = np.asarray(spec["scaler"]["mean"])
-    std = np.asarray(spec["scaler"]["std"])
-    f = len(spec["features"]["future"])
-    vol = spec["volatility"]
-    profile = np.asarray(vol["profile"]["values"])
-    base = raw["base_rms"] / spec["target_scale"]  # [B]
-    fast = raw["fast_rms"] / spec["target_scale"]
-    feeds = {
-        "past": ((raw["past"] - mean) / std).astype(np.float32),
-        "future": ((raw["future"] - mean[-f:]) / std[-f:]).astype(np.float32),
-        "static_categorical": np.array(
-            [[spec["symbols"].index(s)] for s in raw["symbols"]], dtype=np.int64
-        ),
-        "scale": (
-            base[:, None] * profile[raw["future_minutes"] // vol["profile"]["bucket_minutes"]]
-        ).astype(np.float32),
-        "vol_signal": np.clip(np.log(fast / base), -vol["signal_limit"], vol["signal_limit"])[
-            :, None
-        ].astype(np.float32),
-    }
-    session = ort.InferenceSession(str(folder / "model.onnx"), providers=["CPUExecutionProvider"])
-    (out,) = session.run(["quantiles"], feeds)
-    return np.asarray(out)
-
-
 def test_onnxruntime_numpy_and_the_json_alone_reproduce_the_forecasts(
-    run_dir: Path, export: Path, bars_file: Path
+    run_dir: Path, export: Path, bars_file: Path, tmp_path: Path
 ) -> None:
+    """A process importing only onnxruntime and numpy, given the folder and raw windows."""
     run = load_run_folder(run_dir)
-    pre = run.preprocessor
     frame = pd.read_parquet(bars_file)
-    dataset = pre.dataset(frame)
-    batch = dataset.__getitems__(list(range(0, len(dataset), 37)))
+    batch, raw = raw_windows(run.preprocessor, frame, step=37)
     want = run.model.eval()(batch).quantiles.detach().numpy()
-    # the raw (unscaled) window arrays a desk would have; foxhunt only prepares them here
-    encoded = pre.encode(frame, min_rows=pre.lookback)
-    baseline = pre.baseline(encoded)
-    assert baseline is not None and baseline.signal is not None
-    anchor = batch.anchor.numpy()
-    inputs = encoded.features.inputs
-    h, lb, f = pre.horizon, pre.lookback, batch.future.shape[-1]
-    future_rows = anchor[:, None] + np.arange(1, h + 1)
-    ratio = np.exp(baseline.signal[anchor])
-    raw = {
-        "past": inputs[anchor[:, None] + np.arange(-lb + 1, 1)],
-        "future": inputs[future_rows][..., -f:],
-        "symbols": [pre.symbols.categories[c] for c in encoded.symbol_codes[anchor]],
-        "future_minutes": minute_of_day(encoded.times[future_rows.ravel()], pre.timezone).reshape(
-            -1, h
-        ),
-        "base_rms": baseline.volatility[anchor] * pre.target_scale,
-        "fast_rms": baseline.volatility[anchor] * ratio * pre.target_scale,
-    }
-    got = _onnx_only_forecast(export, raw)
-    np.testing.assert_allclose(got, want, atol=1e-4 * np.ptp(want))
+    got = run_consumer(export, raw, tmp_path)
+    assert np.abs(got - want).max() <= 1e-4 * np.ptp(want)
 
 
 def test_predict_and_evaluate_on_the_onnx_folder(

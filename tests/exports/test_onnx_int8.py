@@ -1,6 +1,7 @@
 """`foxhunt export --onnx --int8`: QDQ int8 ONNX from a QAT run's scales (it computes what
-the fake-quant model does) or calibrated for an FP32 run; predict/evaluate run it; a second
-run shape exports too (FP32 and int8)."""
+the fake-quant model does, through foxhunt and through a consumer with onnxruntime and numpy
+alone) or calibrated for an FP32 run; predict/evaluate run it; a second run shape exports too
+(FP32 and int8)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from foxhunt.exports.int8 import load_trained_run
 from foxhunt.serving import load_run
 from foxhunt.training.inference import predict_windows
 from helpers import TINY_CLI
+from helpers.onnx_windows import raw_windows, run_consumer
 
 onnx = pytest.importorskip("onnx")  # the onnx extra
 pytest.importorskip("onnxruntime")
@@ -57,6 +59,11 @@ def qat_run(tmp_path_factory: pytest.TempPathFactory, bars_file: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
+def qat_export(qat_run: Path) -> Path:
+    return _export(qat_run, "--onnx", "--int8")
+
+
+@pytest.fixture(scope="module")
 def fp32_run(tmp_path_factory: pytest.TempPathFactory, bars_file: Path) -> Path:
     return _train(bars_file, tmp_path_factory.mktemp("fp32") / "f", SMALL)
 
@@ -75,14 +82,15 @@ def _int8_initializers(folder: Path) -> int:
     return sum(n.op_type == "DequantizeLinear" and n.input[0] in int8 for n in graph.node)
 
 
-def test_qat_int8_onnx_computes_the_fake_quant_model(qat_run: Path, bars_file: Path) -> None:
-    export = _export(qat_run, "--onnx", "--int8")
-    spec = json.loads((export / "onnx_export.json").read_text())
+def test_qat_int8_onnx_computes_the_fake_quant_model(
+    qat_run: Path, qat_export: Path, bars_file: Path
+) -> None:
+    spec = json.loads((qat_export / "onnx_export.json").read_text())
     assert spec["precision"] == "int8" and spec["quantization"]["method"] == "qat"
     linears = spec["quantization"]["int8_linears"]
-    assert len(linears) > 10 and _int8_initializers(export) == len(linears)  # weights int8
+    assert len(linears) > 10 and _int8_initializers(qat_export) == len(linears)  # weights int8
     want = _predictions(qat_run, bars_file, trained=True)  # the fake-quant model
-    got = _predictions(export, bars_file)
+    got = _predictions(qat_export, bars_file)
     assert np.abs(got - want).max() <= 0.01 * np.ptp(want)  # issue 21: within 1% (max)
 
 
@@ -97,15 +105,24 @@ def test_calibrated_int8_onnx_of_an_fp32_run(fp32_run: Path, bars_file: Path) ->
     assert 0 < np.abs(got - want).max() <= 0.05 * np.ptp(want)
 
 
-def test_predict_and_evaluate_run_the_int8_onnx_folder(
-    qat_run: Path, bars_file: Path, tmp_path: Path
+def test_onnxruntime_numpy_and_the_json_alone_run_the_int8_export(
+    qat_run: Path, qat_export: Path, bars_file: Path, tmp_path: Path
 ) -> None:
-    export = qat_run.parent / "q-onnx-int8"  # the first test's
-    if not export.is_dir():
-        export = _export(qat_run, "--onnx", "--int8")
+    """A process importing only onnxruntime and numpy (tests/helpers/onnx_consumer.py),
+    given the int8 folder and raw windows, computes what the fake-quant model does."""
+    run = load_trained_run(qat_run)  # the fake-quant model
+    batch, raw = raw_windows(run.preprocessor, pd.read_parquet(bars_file), step=37)
+    want = run.model.eval()(batch).quantiles.detach().numpy()
+    got = run_consumer(qat_export, raw, tmp_path)
+    assert np.abs(got - want).max() <= 0.01 * np.ptp(want)  # issue 21: within 1% (max)
+
+
+def test_predict_and_evaluate_run_the_int8_onnx_folder(
+    qat_run: Path, qat_export: Path, bars_file: Path, tmp_path: Path
+) -> None:
     data = ["--parquet-file", str(bars_file)]
     losses = {}
-    for name, folder in (("run", qat_run), ("int8", export)):
+    for name, folder in (("run", qat_run), ("int8", qat_export)):
         js = tmp_path / f"{name}.json"
         assert main(["predict", str(folder), *data, "--output", str(tmp_path / "f.csv")]) == 0
         assert main(["evaluate", str(folder), *data, "--json", str(js)]) == 0
