@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from foxhunt.runs import read_run_config
-from inference import DEFAULT_DATA, ROWS, exports, machine, train_runs
+from inference import ROWS, add_run_arguments, exports, machine, runs_of
 from quantization import test_loss
 
 #: the issue's bound: every route's test loss within 2% of the FP32 run's
@@ -48,19 +48,12 @@ def table(found: dict[str, float]) -> str:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--fp32-run", type=Path, default=None, help="an FP32 run folder")
-    p.add_argument("--qat-run", type=Path, default=None, help="a QAT run of the same shape")
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="bars to train on")
-    p.add_argument("--quick", action="store_true", help="tiny runs on synthetic bars")
+    add_run_arguments(p)
     args = p.parse_args()
-    if (args.fp32_run is None) != (args.qat_run is None):
-        raise SystemExit("pass both --fp32-run and --qat-run, or neither (they are trained)")
-    if args.fp32_run is None and not args.quick and not args.data.is_file():
-        raise SystemExit(f"{args.data} not found: pass --data, or --fp32-run and --qat-run")
     logging.basicConfig(level=logging.ERROR)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
-        fp32, qat = (args.fp32_run, args.qat_run) if args.fp32_run else train_runs(args, out)
+        fp32, qat = runs_of(args, out)
         print(table(losses(fp32, qat, out)))
     print(f"\n{machine()}")
 

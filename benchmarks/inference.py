@@ -183,27 +183,37 @@ def machine() -> str:
     )
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+def add_run_arguments(p: argparse.ArgumentParser) -> None:
+    """--fp32-run, --qat-run, --data and --quick: the runs a benchmark exports."""
     p.add_argument("--fp32-run", type=Path, default=None, help="an FP32 run folder")
     p.add_argument("--qat-run", type=Path, default=None, help="a QAT run of the same shape")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="bars to train on")
-    p.add_argument("--threads", type=int, nargs="+", default=[1, os.cpu_count() or 1])
-    p.add_argument(
-        "--repeats", type=int, default=9, help="timed passes of batch 1024 (x40 for one window)"
-    )
     p.add_argument("--quick", action="store_true", help="tiny runs on synthetic bars, few repeats")
-    args = p.parse_args()
-    if args.quick:
-        args.repeats, args.threads = 1, args.threads[:1]
+
+
+def runs_of(args: argparse.Namespace, out: Path) -> tuple[Path, Path]:
+    """The FP32 and QAT runs the arguments name, or both trained into ``out``."""
     if (args.fp32_run is None) != (args.qat_run is None):
         raise SystemExit("pass both --fp32-run and --qat-run, or neither (they are trained)")
     if args.fp32_run is None and not args.quick and not args.data.is_file():
         raise SystemExit(f"{args.data} not found: pass --data, or --fp32-run and --qat-run")
+    return (args.fp32_run, args.qat_run) if args.fp32_run else train_runs(args, out)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    add_run_arguments(p)
+    p.add_argument("--threads", type=int, nargs="+", default=[1, os.cpu_count() or 1])
+    p.add_argument(
+        "--repeats", type=int, default=9, help="timed passes of batch 1024 (x40 for one window)"
+    )
+    args = p.parse_args()
+    if args.quick:
+        args.repeats, args.threads = 1, args.threads[:1]
     logging.basicConfig(level=logging.ERROR)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
-        fp32, qat = (args.fp32_run, args.qat_run) if args.fp32_run else train_runs(args, out)
+        fp32, qat = runs_of(args, out)
         folders = exports(fp32, qat, out)
         result = measure(args, folders)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
