@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from foxhunt.config_fields import with_legacy_values
-from foxhunt.data import DataConfig, Preprocessor, prepare_data
+from foxhunt.data import DataConfig, Preprocessor, latest_windows, prepare_data
 from foxhunt.data.calendar import CME_EQUITY, load_sessions, symbol_root
 from foxhunt.data.calendar_setting import infer_calendar
 from foxhunt.errors import ConfigError
@@ -65,7 +65,7 @@ def _prepared(tmp_path: Path, bars: pd.DataFrame, **overrides: object) -> Prepro
 
 def _future_inputs(p: Preprocessor, bars: pd.DataFrame) -> tuple[pd.DatetimeIndex, pd.DataFrame]:
     """Forecast times and the unscaled known inputs the model gets for them, by name."""
-    latest = p.latest(bars)
+    latest = latest_windows(p, bars)
     future = latest.batch.future[0].numpy().astype(np.float64)  # [H, F]
     known = slice(len(p.spec.observed_names), None)
     raw = future * p.scaler.std[known] + p.scaler.mean[known]

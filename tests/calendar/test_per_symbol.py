@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from foxhunt.cli import main
-from foxhunt.data import DataConfig, Preprocessor, prepare_data
+from foxhunt.data import DataConfig, Preprocessor, latest_windows, prepare_data
 from foxhunt.data.calendar import AUTO, CME_CRUDE, CME_EQUITY, gap_clock, load_sessions
 from foxhunt.data.calendar_setting import resolve_calendar
 from foxhunt.data.inspect import inspect_bars
@@ -91,7 +91,7 @@ def test_predict_dates_each_symbols_next_bars_by_its_own_session(
 ) -> None:
     p = _prepared(tmp_path, bars)
     cut = bars[bars["timestamp"] <= ny("2025-01-20 12:55")]  # MLK Day, before either close
-    latest = p.latest(cut)
+    latest = latest_windows(p, cut)
     times = {name: list(latest.timestamps_for(b)) for b, name in enumerate(latest.symbols)}
     steps = [pd.Timedelta(minutes=m) for m in (0, 5, 10, 15)]
     assert times["ES"] == [ny("2025-01-20 18:00") + s for s in steps]  # ES closed at 13:00
@@ -152,7 +152,7 @@ def test_single_calendar_runs_are_unchanged(tmp_path: Path, bars: pd.DataFrame) 
     old = Preprocessor.from_state_dict({**state, "version": 3})
     assert old.spec == p.spec
     cut = es[es["timestamp"] <= ny("2025-01-20 12:55")]
-    assert old.latest(cut).timestamps_for(0)[0] == ny("2025-01-20 18:00")
+    assert latest_windows(old, cut).timestamps_for(0)[0] == ny("2025-01-20 18:00")
     # the same as the per-symbol run gives ES in the mixed file
     mixed = _prepared(tmp_path, bars)
     encoded, alone = mixed.encode(bars, min_rows=1), p.encode(es, min_rows=1)

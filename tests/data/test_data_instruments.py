@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
-from foxhunt.data import DataConfig, PreparedData, prepare_data
+from foxhunt.data import DataConfig, PreparedData, latest_windows, prepare_data
 from foxhunt.data.instruments import INSTRUMENTS, generate_instruments
 from foxhunt.data.scaling import StandardScaler
 
@@ -76,7 +76,7 @@ def test_no_window_crosses_two_series(data: PreparedData) -> None:
 def test_latest_scales_each_symbol_as_the_windows_do(
     data: PreparedData, bars: pd.DataFrame
 ) -> None:
-    latest = data.preprocessor.latest(bars)
+    latest = latest_windows(data.preprocessor, bars)
     ds = data.test
     assert latest.symbols == SYMBOLS
     codes = ds.symbol_codes.numpy()

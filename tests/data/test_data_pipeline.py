@@ -15,6 +15,7 @@ from foxhunt.data import (
     Preprocessor,
     WindowDataset,
     generate_bars,
+    latest_windows,
     make_loader,
     prepare_data,
 )
@@ -190,7 +191,10 @@ def test_save_load_round_trip_gives_identical_batches(
     batch_a, batch_b = a.__getitems__(list(range(len(a)))), b.__getitems__(list(range(len(b))))
     for name in ("static", "past", "future", "target", "static_categorical", "anchor"):
         assert torch.equal(getattr(batch_a, name), getattr(batch_b, name)), name
-    latest_a, latest_b = synthetic.preprocessor.latest_batch(frame), loaded.latest_batch(frame)
+    latest_a, latest_b = (
+        latest_windows(synthetic.preprocessor, frame).batch,
+        latest_windows(loaded, frame).batch,
+    )
     assert torch.equal(latest_a.past, latest_b.past) and torch.equal(
         latest_a.future, latest_b.future
     )
@@ -208,7 +212,7 @@ def test_preprocessor_dataset_matches_training_windows(synthetic: PreparedData) 
 
 def test_latest_batch_extrapolates_future_times(synthetic: PreparedData) -> None:
     frame = generate_bars(days=2, seed=5, symbols=("NQ", "ES"))
-    latest = synthetic.preprocessor.latest(frame)
+    latest = latest_windows(synthetic.preprocessor, frame)
     batch = latest.batch
     assert batch.target is None and batch.past.shape == (2, 16, len(synthetic.schema.past_names))
     assert latest.symbols == ("ES", "NQ") and batch.static_categorical[:, 0].tolist() == [0, 1]
@@ -222,7 +226,7 @@ def test_unknown_symbol_at_predict_time(synthetic: PreparedData) -> None:
     with pytest.raises(
         DataError, match=r"symbol 'CL' was not in the training data \(known: \['ES', 'NQ'\]\)"
     ):
-        synthetic.preprocessor.latest_batch(generate_bars(days=2, seed=0, symbols=("CL",)))
+        latest_windows(synthetic.preprocessor, generate_bars(days=2, seed=0, symbols=("CL",)))
 
 
 def test_bad_preprocessor_file(tmp_path: Path) -> None:
@@ -346,7 +350,7 @@ def test_latest_needs_complete_history(synthetic: PreparedData) -> None:
         DataError,
         match=r"symbol 'ES' has 20 bars; a forecast needs its last 16 with complete features, i.e. about 80 bars",
     ):
-        synthetic.preprocessor.latest_batch(short)
+        latest_windows(synthetic.preprocessor, short)
 
 
 def test_latest_takes_user_known_columns_from_a_future_frame(tmp_path: Path) -> None:
@@ -359,7 +363,7 @@ def test_latest_takes_user_known_columns_from_a_future_frame(tmp_path: Path) -> 
     )
     p = data.preprocessor
     with pytest.raises(DataError, match=r"known columns \['holiday'\] need their values"):
-        p.latest_batch(bars)
+        latest_windows(p, bars)
     last = bars["timestamp"].iloc[-1:].dt.as_unit("ns").astype("int64").to_numpy()
     times_ns = forecast_times(
         last, spacing_ns=p.bar_spacing_ns, horizon=4, calendar=p.spec.calendar
@@ -368,7 +372,7 @@ def test_latest_takes_user_known_columns_from_a_future_frame(tmp_path: Path) -> 
     future = pd.DataFrame({"timestamp": times, "holiday": [1.0, 0.0, 2.0, 0.0]})
     future = future.assign(symbol="default")  # a future file without a symbol column
     with pytest.raises(DataError, match=r"no row for symbol 'ES' at"):
-        p.latest_batch(bars, future.iloc[:3])
-    got = p.latest_batch(bars, future).future[0, :, -1]  # [H]
+        latest_windows(p, bars, future.iloc[:3])
+    got = latest_windows(p, bars, future).batch.future[0, :, -1]  # [H]
     want = (np.array([1.0, 0.0, 2.0, 0.0]) - p.scaler.mean[-1]) / p.scaler.std[-1]
     torch.testing.assert_close(got, torch.from_numpy(want.astype(np.float32)))

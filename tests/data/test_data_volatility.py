@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from foxhunt.data import DataConfig, Preprocessor, generate_bars, prepare_data
+from foxhunt.data import DataConfig, Preprocessor, generate_bars, latest_windows, prepare_data
 from foxhunt.data.volatility import IntradayProfile, causal_rms, minute_of_day
 
 SMALL = {"lookback": 16, "horizon": 4, "volatility_windows": (6, 12), "baseline_window": 20}
@@ -106,7 +106,7 @@ def test_a_future_spike_changes_no_earlier_scale(fitted: Preprocessor) -> None:
 
 
 def test_latest_carries_the_scale_of_the_next_bars(fitted: Preprocessor) -> None:
-    latest = fitted.latest(_two_symbols())
+    latest = latest_windows(fitted, _two_symbols())
     scale = latest.batch.scale
     assert scale is not None and scale.shape == (2, 4)
     assert np.isfinite(scale.numpy()).all() and (scale > 0).all()
@@ -121,7 +121,7 @@ def test_version_1_preprocessor_still_loads(fitted: Preprocessor) -> None:
     assert loaded.profile is None
     frame = _two_symbols()
     assert loaded.dataset(frame)[0].scale is None
-    assert loaded.latest_batch(frame).scale is None
+    assert latest_windows(loaded, frame).batch.scale is None
     assert len(loaded.dataset(frame)) >= len(fitted.dataset(frame))  # no baseline warm-up
 
 
@@ -157,7 +157,7 @@ def test_vol_signal_is_the_log_ratio_of_fast_to_base_volatility(tmp_path) -> Non
 
     assert batch.vol_signal is not None and batch.vol_signal.shape == (1, 1)
     np.testing.assert_allclose(float(batch.vol_signal[0, 0]), np.log(rms(5) / rms(20)), rtol=1e-5)
-    latest = preprocessor.latest(frame).batch.vol_signal
+    latest = latest_windows(preprocessor, frame).batch.vol_signal
     assert latest is not None and latest.shape == (2, 1) and np.isfinite(latest.numpy()).all()
     state = preprocessor.state_dict()
     assert Preprocessor.from_state_dict(state).fast_window == 5

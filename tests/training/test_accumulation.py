@@ -32,7 +32,7 @@ def step_gradients(trainer: Trainer, batch: object) -> dict[str, Tensor]:
             if p.grad is not None:
                 grads[name] = p.grad.detach().clone()
 
-    trainer.optimizer.step = record  # type: ignore[method-assign]
+    trainer.update.optimizer.step = record  # type: ignore[method-assign]
     trainer.train_step(batch)  # type: ignore[arg-type]
     return grads
 

@@ -110,7 +110,8 @@ def measure_step_peak(trainer: Trainer, batch: TFTBatch) -> int:
         torch.cuda.synchronize(trainer.device)
         return int(torch.cuda.max_memory_allocated(trainer.device))
     tracker = LiveStorageTracker()
-    state = [t for s in trainer.optimizer.state.values() for t in s.values() if torch.is_tensor(t)]
+    moments = trainer.update.optimizer.state.values()
+    state = [t for s in moments for t in s.values() if torch.is_tensor(t)]
     tracker.track(*trainer.model.parameters(), *trainer.model.buffers(), *state)
     tracker.track(*batch_tensors(batch))
     with tracker:

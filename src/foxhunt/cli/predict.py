@@ -10,6 +10,7 @@ import pandas as pd
 import torch
 
 from foxhunt.cli.common import add_data_file_arguments, read_frame
+from foxhunt.data import latest_windows
 from foxhunt.data.io import read_normalized
 from foxhunt.data.spacing import check_spacing
 from foxhunt.runs import LoadedRun, check_output_file
@@ -41,7 +42,7 @@ def forecast_table(
     loaded: LoadedRun, frame: pd.DataFrame, future: pd.DataFrame | None = None
 ) -> pd.DataFrame:
     """One row per symbol and forecast step: quantiles of the log return in basis points."""
-    latest = loaded.preprocessor.latest(frame, future)
+    latest = latest_windows(loaded.preprocessor, frame, future)
     with torch.no_grad():
         out = loaded.model(latest.batch)
     quantiles = out.quantiles.numpy() * bp_per_unit(loaded.preprocessor)

@@ -1,5 +1,5 @@
-"""What the preprocessor works on: a validated frame with its features, and the schema and
-latest windows it hands out."""
+"""What the preprocessor works on: a validated frame with its features, and the schema of the
+windows it hands out."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from foxhunt.batch import TFTBatch
 from foxhunt.data.contracts import contract_series_starts
 from foxhunt.data.features import Features, FeatureSpec, compute_features
 
@@ -57,19 +56,3 @@ class EncodedFrame:
         features = compute_features(frame, spec, timezone=timezone, symbol_codes=series)
         times_ns = times.as_unit("ns").asi8
         return cls(frame, times, times_ns, codes, features, features.finite_rows, series)
-
-
-@dataclass(frozen=True)
-class LatestWindows:
-    """The latest lookback bars of each symbol, ready to forecast the next H bars."""
-
-    batch: TFTBatch  # target None; anchor = row of each symbol's last bar
-    symbols: tuple[str, ...]  # [B]
-    last_timestamps: pd.DatetimeIndex  # [B] time of the last observed bar
-    forecast_timestamps: tuple[
-        pd.DatetimeIndex, ...
-    ]  # [B] x [H], on the calendar (or extrapolated)
-
-    def timestamps_for(self, index: int) -> pd.DatetimeIndex:
-        """Times of the H forecast bars of batch row `index`."""
-        return self.forecast_timestamps[index]

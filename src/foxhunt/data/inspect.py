@@ -15,9 +15,9 @@ import pandas as pd
 from foxhunt.data.calendar import Calendar, Sessions, calendar_for, gap_clock, sessions_for
 from foxhunt.data.calendar_setting import calendar_to_json
 from foxhunt.data.contracts import contract_rolls
+from foxhunt.data.fit import resolve_max_gap
 from foxhunt.data.gaps import KINDS, find_gaps
 from foxhunt.data.jumps import suspect_jumps
-from foxhunt.data.pipeline import resolve_max_gap
 from foxhunt.data.windows import index_windows, median_spacing_ns
 
 #: the --max-gap settings whose windows are counted, besides "auto" and "none"

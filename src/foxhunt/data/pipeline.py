@@ -8,33 +8,30 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from foxhunt.data.calendar import NONE, Calendar, calendar_for, gap_clock
-from foxhunt.data.calendar_setting import resolve_calendar, setting_table
-from foxhunt.data.config import DataConfig, parse_max_gap
+from foxhunt.data.calendar import gap_clock
+from foxhunt.data.config import DataConfig
 from foxhunt.data.dataset import WindowDataset
+from foxhunt.data.encoded import EncodedFrame, FeatureSchema
 from foxhunt.data.features import FeatureSpec
+from foxhunt.data.fit import check_compatible, fit_preprocessor, new_run_calendar, resolve_max_gap
 from foxhunt.data.io import normalize_timestamps, timezone_name
-from foxhunt.data.preprocess import EncodedFrame, FeatureSchema, Preprocessor
-from foxhunt.data.scaling import CategoryEncoder, StandardScaler, TargetScaler
+from foxhunt.data.preprocess import Preprocessor
+from foxhunt.data.scaling import CategoryEncoder
 from foxhunt.data.series import validated_series
 from foxhunt.data.sources import apply_filter, read_source, row_filter
 from foxhunt.data.synthetic import generate_bars
 from foxhunt.data.timesplit import time_split_codes
-from foxhunt.data.volatility import IntradayProfile, minute_of_day
 from foxhunt.data.windows import (
     SPLITS,
     WindowIndex,
-    gap_flags,
     index_windows,
     median_spacing_ns,
     split_codes,
     split_cuts,
 )
-from foxhunt.errors import ConfigError, DataError
+from foxhunt.errors import DataError
 
 log = logging.getLogger("foxhunt.data")
-
-AUTO_GAP_FACTOR = 1.5
 
 
 @dataclass(frozen=True)
@@ -88,65 +85,6 @@ def load_frame(config: DataConfig) -> pd.DataFrame:
     return frame
 
 
-def resolve_max_gap(max_gap: str | None, spacing_ns: int) -> int | None:
-    gap = parse_max_gap(max_gap)
-    if gap is None:
-        return None
-    if isinstance(gap, str):  # "auto"
-        return int(AUTO_GAP_FACTOR * spacing_ns)
-    return int(gap.value)
-
-
-def fit_preprocessor(
-    encoded: EncodedFrame,
-    splits: np.ndarray,
-    config: DataConfig,
-    *,
-    spec: FeatureSpec,
-    clock_ns: np.ndarray,
-    max_gap_ns: int | None,
-    bar_spacing_ns: int,
-    timezone: str,
-    symbols: CategoryEncoder,
-) -> Preprocessor:
-    """Scalers and the intraday volatility profile fitted on the training rows only."""
-    train = (splits == 0) & encoded.finite
-    names = (*spec.observed_names, *spec.known_names)
-    # training returns, less those spanning a gap over max_gap: never a target, and a
-    # return over the nightly break or a weekend is not one bar's worth of volatility
-    gaps = gap_flags(encoded.series_codes, clock_ns, max_gap_ns)
-    returns = np.where(gaps, np.nan, encoded.features.returns)[splits == 0]
-    profile = IntradayProfile.fit_per_symbol(  # each instrument's own session shape
-        returns,
-        minute_of_day(encoded.times[splits == 0], timezone),
-        encoded.symbol_codes[splits == 0],
-        symbols=symbols.cardinality,
-        bucket_minutes=round(bar_spacing_ns / 60e9),
-    )
-    return Preprocessor(
-        spec=spec,
-        lookback=config.lookback,
-        horizon=config.horizon,
-        scaler=StandardScaler.fit(
-            names,
-            encoded.features.inputs[train],
-            encoded.symbol_codes[train],
-            symbols.cardinality,
-        ),
-        target_scaler=TargetScaler.fit(encoded.features.returns[train]),
-        max_gap_ns=max_gap_ns,
-        bar_spacing_ns=bar_spacing_ns,
-        timezone=timezone,
-        symbols=symbols,
-        profile=profile,
-        baseline_window=config.baseline_window,
-        fast_window=config.fast_window,
-        contract_column=config.contract_column,
-        roll_adjust=config.roll_adjust,
-        cross_breaks=config.cross_breaks,
-    )
-
-
 def _check_windows(index: WindowIndex, config: DataConfig, source: str) -> None:
     fractions = {"train": 1.0, "validation": config.val_fraction, "test": config.test_fraction}
     if config.split is not None:  # an empty validation span (no early stopping) is allowed
@@ -161,41 +99,6 @@ def _check_windows(index: WindowIndex, config: DataConfig, source: str) -> None:
                 f"{max((*config.volatility_windows, config.baseline_window))} bars, with max_gap "
                 f"{config.max_gap}); use more bars, a smaller lookback/horizon or larger "
                 "val_fraction/test_fraction"
-            )
-
-
-def check_compatible(preprocessor: Preprocessor, config: DataConfig, spec: FeatureSpec) -> None:
-    """A saved preprocessor can only serve a config with the same windows and inputs."""
-    saved_gap = preprocessor.max_gap
-    wanted_ns = resolve_max_gap(config.max_gap, preprocessor.bar_spacing_ns)
-    wanted_gap = None if wanted_ns is None else pd.Timedelta(wanted_ns, unit="ns")
-    pairs: dict[str, tuple[object, object]] = {
-        "lookback": (config.lookback, preprocessor.lookback),
-        "horizon": (config.horizon, preprocessor.horizon),
-        "volatility_windows": (spec.volatility_windows, preprocessor.spec.volatility_windows),
-        "baseline_window": (config.baseline_window, preprocessor.baseline_window),
-        "observed_columns": (spec.observed_columns, preprocessor.spec.observed_columns),
-        "known_columns": (spec.known_columns, preprocessor.spec.known_columns),
-        "cross_breaks": (config.cross_breaks, preprocessor.cross_breaks),
-        "max_gap": (wanted_gap, saved_gap),
-        "roll_adjust": (config.roll_adjust, preprocessor.roll_adjust),
-    }
-    table = setting_table(config.calendar)
-    if table is not None:  # the symbols it names must be on the saved run's calendars
-        pairs["calendar"] = (
-            {s: None if n == NONE else n for s, n in table.items()},
-            {s: calendar_for(preprocessor.spec.calendar, s) for s in table},
-        )
-    elif config.calendar != "auto":  # "auto" takes the saved run's calendar
-        pairs["calendar"] = (
-            None if config.calendar == NONE else config.calendar,
-            preprocessor.spec.calendar,
-        )
-    for name, (wanted, saved) in pairs.items():
-        if wanted != saved and not (name == "max_gap" and config.max_gap == "auto"):
-            raise ConfigError(
-                f"DataConfig.{name}={getattr(config, name)!r} differs from the saved "
-                f"preprocessor ({saved!r}); resume with the data settings of the original run"
             )
 
 
@@ -225,7 +128,7 @@ def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None
             roll_adjust=config.roll_adjust,
         )
         timezone = timezone_name(frame["timestamp"].dt.tz)
-        spec = replace(spec, calendar=_calendar(config, frame, source))
+        spec = replace(spec, calendar=new_run_calendar(config, frame, source))
         encoder = CategoryEncoder.fit("symbol", frame["symbol"].unique())
         codes = encoder.encode(frame["symbol"].to_numpy(), source=source)
         encoded = EncodedFrame.build(
@@ -301,19 +204,6 @@ def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None
         preprocessor=preprocessor,
         summary=summary,
     )
-
-
-def _calendar(config: DataConfig, frame: pd.DataFrame, source: str) -> Calendar:
-    """The calendar of a new run: "auto" infers one for a bars file; the built-in synthetic
-    bars follow the Globex hours but no holidays, so they get none unless one is named."""
-    setting = NONE if config.path is None and config.calendar == "auto" else config.calendar
-    name = resolve_calendar(setting, frame["symbol"].unique(), source)
-    if name is None and config.cross_breaks:
-        raise ConfigError(
-            f"{source}: cross_breaks needs a calendar and none is known for these symbols; "
-            "name one with --calendar NAME (docs/calendars.md)"
-        )
-    return name
 
 
 def _cut_time(ns: np.int64, timezone: str) -> pd.Timestamp | None:

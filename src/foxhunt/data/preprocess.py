@@ -3,13 +3,12 @@
 `Preprocessor` holds everything fitted at training time (scalers, symbol encoder, feature
 spec, lookback/horizon, max gap, timezone, intraday volatility profile) and is saved as JSON
 next to the weights, so `predict`, `evaluate` and a resumed run transform bars exactly as
-training did.
+training did. It is fitted in `data/fit.py`; a forecast's latest windows are `data/latest.py`'s.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -18,12 +17,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from foxhunt.batch import TFTBatch
 from foxhunt.data.calendar import gap_clock
 from foxhunt.data.dataset import WindowDataset
-from foxhunt.data.encoded import EncodedFrame, FeatureSchema, LatestWindows
-from foxhunt.data.features import TARGET_NAME, FeatureSpec, known_calendar, series_starts
-from foxhunt.data.future import forecast_times, future_known_values
+from foxhunt.data.encoded import EncodedFrame, FeatureSchema
+from foxhunt.data.features import TARGET_NAME, FeatureSpec, series_starts
 from foxhunt.data.io import normalize_timestamps
 from foxhunt.data.scaling import CategoryEncoder, StandardScaler, TargetScaler
 from foxhunt.data.series import validated_series
@@ -32,9 +29,6 @@ from foxhunt.data.windows import gap_flags, index_windows
 from foxhunt.errors import DataError
 from foxhunt.storage import atomic_write_json
 
-log = logging.getLogger("foxhunt.data")
-
-__all__ = ["EncodedFrame", "FeatureSchema", "LatestWindows", "Preprocessor"]
 #: Version 1 files (no volatility profile) still load; their windows carry no baseline scale.
 #: Version 2 files (no calendar) load with none: extrapolated forecast times, no session inputs.
 #: Version 3 files name one calendar (or none); version 4 may name one per symbol (a dict).
@@ -200,96 +194,6 @@ class Preprocessor:
                 "the rolling warm-up; use a longer file"
             )
         return self.windows(encoded, anchors, baseline)["all"]
-
-    def latest(self, frame: pd.DataFrame, future: pd.DataFrame | None = None) -> LatestWindows:
-        """The latest `lookback` bars of each symbol and the known inputs of the next H bars.
-
-        Future times are the next bars that trade on the run's calendar (without one,
-        extrapolated from the training bar spacing); user `known_columns` come from `future`
-        (normalized rows by timestamp and symbol), refused without it (data/future.py).
-        Anchors are rows of `frame` sorted by symbol and time.
-        """
-        encoded = self.encode(frame, min_rows=self.lookback)
-        ends = np.flatnonzero(np.append(series_starts(encoded.symbol_codes)[1:], True))  # [B]
-        rows = ends[:, None] + np.arange(-self.lookback + 1, 1)  # [B, L]
-        baseline = self.baseline(encoded)
-        self._check_latest(encoded, rows, baseline)
-        future_inputs, future_times = self._future_known(encoded, ends, future)
-        past = self.scaler.transform(
-            encoded.features.inputs[rows], codes=encoded.symbol_codes[rows]
-        )
-        scale = signal = None
-        if baseline is not None and baseline.signal is not None:
-            signal = torch.from_numpy(baseline.signal[ends][:, None].astype(np.float32))
-        if baseline is not None and self.profile is not None:  # next H bars' profile
-            minutes = minute_of_day(pd.DatetimeIndex(np.concatenate(future_times)), self.timezone)
-            codes = np.repeat(encoded.symbol_codes[ends], self.horizon)  # [B*H], symbol-major
-            future_profile = self.profile(minutes, codes).reshape(len(ends), self.horizon)
-            scale = baseline.volatility[ends][:, None] * future_profile  # [B, H]
-            scale = torch.from_numpy(scale.astype(np.float32))
-        batch = TFTBatch(
-            static=torch.zeros(len(ends), 0),
-            past=torch.from_numpy(past),
-            future=torch.from_numpy(future_inputs),
-            static_categorical=torch.from_numpy(encoded.symbol_codes[ends][:, None].copy()),
-            anchor=torch.from_numpy(ends.astype(np.int64)),
-            scale=scale,
-            vol_signal=signal,
-        )
-        names = tuple(self.symbols.categories[c] for c in encoded.symbol_codes[ends])
-        return LatestWindows(batch, names, encoded.times[ends], future_times)
-
-    def _check_latest(
-        self, encoded: EncodedFrame, rows: np.ndarray, baseline: BaselineRows | None
-    ) -> None:
-        """Each symbol's last L rows are its own and complete; warn if a gap lies inside."""
-        source = encoded.frame.attrs.get("source")
-        codes = encoded.series_codes  # the last rows of the symbol's latest contract
-        complete = (codes[rows] == codes[rows[:, -1:]]).all(1) & encoded.finite[rows].all(1)
-        if baseline is not None:
-            complete &= baseline.ready[rows[:, -1]]
-        for b in np.flatnonzero(~complete):
-            name = self.symbols.categories[encoded.symbol_codes[rows[b, -1]]]
-            raise DataError(
-                f"{source}: symbol {name!r} has {int((codes == codes[rows[b, -1]]).sum())} bars; "
-                f"a forecast needs its last {self.lookback} with complete features, i.e. about "
-                f"{self.lookback + max((*self.spec.volatility_windows, self.baseline_window))} bars"
-            )
-        gaps = gap_flags(codes, self.gap_times(encoded), self.max_gap_ns)
-        if gaps[rows[:, 1:]].any():
-            log.warning(
-                "%s: the latest %d bars hold a gap over %s", source, self.lookback, self.max_gap
-            )
-
-    def _future_known(
-        self, encoded: EncodedFrame, ends: np.ndarray, future: pd.DataFrame | None
-    ) -> tuple[np.ndarray, tuple[pd.DatetimeIndex, ...]]:
-        """Scaled known inputs [B, H, F] at the next H bar times, and those times."""
-        symbols = tuple(self.symbols.categories[c] for c in encoded.symbol_codes[ends])
-        times_ns = forecast_times(  # [B, H], each symbol on its own calendar
-            encoded.times_ns[ends],
-            spacing_ns=self.bar_spacing_ns,
-            horizon=self.horizon,
-            calendar=self.spec.calendar,
-            symbols=symbols,
-        )
-        times = pd.DatetimeIndex(times_ns.ravel()).tz_localize("UTC").tz_convert(encoded.times.tz)
-        row_symbols = np.repeat(np.asarray(symbols, dtype=object), self.horizon)  # symbol-major
-        known = [
-            known_calendar(times, self.spec, self.timezone, row_symbols),
-            future_known_values(future, self.spec.known_columns, symbols, times_ns),
-        ]
-        future_inputs = np.concatenate(known, axis=1).reshape(len(ends), self.horizon, -1)
-        codes = np.repeat(encoded.symbol_codes[ends][:, None], self.horizon, axis=1)  # [B, H]
-        scaled = self.scaler.transform(
-            future_inputs, slice(encoded.features.num_observed, None), codes=codes
-        )
-        h = self.horizon
-        return scaled, tuple(times[b * h : (b + 1) * h] for b in range(len(ends)))
-
-    def latest_batch(self, frame: pd.DataFrame, future: pd.DataFrame | None = None) -> TFTBatch:
-        """`latest(frame, future).batch`: one window per symbol, target None."""
-        return self.latest(frame, future).batch
 
     # --- persistence ------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

@@ -14,23 +14,24 @@ from typing import Any
 import numpy as np
 import torch
 from torch import Tensor, nn
-from torch.utils.data import Dataset, Subset
+from torch.utils.data import Dataset
 from tqdm import tqdm
 
 from foxhunt.batch import TFTBatch
 from foxhunt.data import make_loader
-from foxhunt.memory.oom import optimizer_step_oom
-from foxhunt.task import batch_loss, pinball_total
+from foxhunt.task import batch_loss
 from foxhunt.training import precision
+from foxhunt.training.accumulation import accumulate_gradients
 from foxhunt.training.callbacks import StepStats, callback_states, load_callback_states, notify
 from foxhunt.training.config import TrainingConfig, resolve_device
 from foxhunt.training.distributed import all_reduce_sum, rank_step_seed, wrap_ddp
-from foxhunt.training.finite import check_finite_validation, check_finite_weights
+from foxhunt.training.evaluation import mean_quantile_loss
+from foxhunt.training.finite import check_finite_validation
 from foxhunt.training.inference import predict_windows
 from foxhunt.training.sampler import EpochBatchSampler
-from foxhunt.training.schedule import build_scheduler, load_scheduler, planned_steps, step_scheduler
 from foxhunt.training.selection import InitialGate
 from foxhunt.training.train_state import TrainingDiverged, TrainState, rng_state, set_rng_state
+from foxhunt.training.update import WeightUpdate
 
 __all__ = ["TrainState", "Trainer", "TrainingDiverged"]
 
@@ -77,12 +78,6 @@ class Trainer:
         self.train_set, self.val_set = train_set, val_set
         self.callbacks = list(callbacks)
         self.rank, self.world_size = rank, world_size
-        self.optimizer = torch.optim.AdamW(
-            self.model.parameters(), lr=config.lr, weight_decay=config.weight_decay
-        )
-        self.scaler = torch.amp.GradScaler(
-            "cuda", enabled=config.precision == "fp16" and self.device.type == "cuda"
-        )
         self.state = TrainState()
         self.gate = InitialGate(config.initial_confidence, self.quantiles)
         self.best_weights: dict[str, Tensor] | None = None
@@ -93,9 +88,9 @@ class Trainer:
             rank=rank,
             world_size=world_size,
         )
-        #: None for lr_schedule="constant": such a run steps no scheduler, as before there were any
-        self.scheduler = build_scheduler(
-            self.optimizer, config, planned_steps(config, len(self.sampler))
+        #: the optimizer, grad scaler and LR schedule (training/update.py)
+        self.update = WeightUpdate(
+            self.model, config, self.device, batches_per_epoch=len(self.sampler)
         )
         self.last_step = StepStats()  # what callbacks read at on_step_end (callbacks.py)
         self._grad_norm = math.nan
@@ -122,7 +117,7 @@ class Trainer:
         self.train_model.train()
         self._grad_norm = math.nan
         batch = batch.to(self.device, non_blocking=True)
-        self.optimizer.zero_grad(set_to_none=True)
+        self.update.zero_grad()
         if self.world_size > 1:
             torch.manual_seed(self._dropout_seed())
         micro = self.micro_batch_size
@@ -134,50 +129,25 @@ class Trainer:
             value = all_reduce_sum([value], self.device)[0] / self.world_size
         if not math.isfinite(value):
             return self._skip_nonfinite(value)
-        self.scaler.scale(loss).backward()
+        self.update.backward(loss)
         return self._optimizer_step(value)
 
     def _optimizer_step(self, value: float) -> float:
-        self._grad_norm = self._clip_gradients()
-        with optimizer_step_oom():  # out of memory now: the weights may be partly updated
-            self.scaler.step(self.optimizer)
-        self.scaler.update()
-        check_finite_weights(self.model, self.state.global_step)
-        step_scheduler(self.scheduler)
+        self._grad_norm = self.update.apply(self.state.global_step)
         self.state.nonfinite_in_a_row = 0
         self.state.global_step += 1
         return value
 
-    def _clip_gradients(self) -> float:
-        """Clip to grad_clip (if > 0); the global gradient norm before clipping, unscaled."""
-        if self.config.grad_clip > 0:
-            self.scaler.unscale_(self.optimizer)
-            return float(nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip))
-        grads = [p.grad for p in self.model.parameters() if p.grad is not None]
-        norm = float(nn.utils.get_total_norm(grads)) if grads else 0.0
-        return norm / self.scaler.get_scale() if self.scaler.is_enabled() else norm
-
     def _accumulated_step(self, batch: TFTBatch, micro: int) -> float:
-        """Forward and backward micro-batch by micro-batch, each loss weighted by its share
-        of the batch: the summed gradients are the full batch's (the loss is a mean). A
-        non-finite total discards the accumulated gradients and skips, as a whole batch would.
-        Under DDP gradients are all-reduced only with the last micro-batch's backward."""
-        n = batch.batch_size
-        starts = range(0, n, micro)
-        value = 0.0
-        for i, start in enumerate(starts):
-            part = batch.slice(start, min(start + micro, n))
-            last = i == len(starts) - 1
-            sync = getattr(self.train_model, "no_sync", None)
-            with contextlib.nullcontext() if last or sync is None else sync():
-                loss = self.compute_loss(part) * (part.batch_size / n)
-                value += float(loss.detach())
-                self.scaler.scale(loss).backward()
-            del loss
+        """The step in micro-batches (training/accumulation.py); a non-finite total discards
+        the accumulated gradients and skips, as a whole batch would."""
+        value = accumulate_gradients(
+            self.train_model, batch, micro, loss_of=self.compute_loss, backward=self.update.backward
+        )
         if self.world_size > 1:
             value = all_reduce_sum([value], self.device)[0] / self.world_size
         if not math.isfinite(value):
-            self.optimizer.zero_grad(set_to_none=True)
+            self.update.zero_grad()
             return self._skip_nonfinite(value)
         return self._optimizer_step(value)
 
@@ -202,27 +172,16 @@ class Trainer:
         return pred, target
 
     def evaluate(self, dataset: Dataset[TFTBatch]) -> float:
-        """Mean quantile loss over all windows of `dataset` (scaled units).
-
-        Under DDP each rank scores every world_size-th window and the sums and counts are
-        all-reduced, so every rank returns the same value (and takes the same early stop); it
-        is then a collective: every rank must call it.
-        """
-        total, count = 0.0, 0
-        shard = self._shard(dataset)
-        if len(shard):  # type: ignore[arg-type]
-            pred, target = self.predict(shard)
-            total, count = pinball_total(pred, target, self.quantiles)
-        if self.world_size > 1:
-            total, reduced = all_reduce_sum([total, count], self.device)
-            count = round(reduced)
-        return total / count if count else math.nan
-
-    def _shard(self, dataset: Dataset[TFTBatch]) -> Dataset[TFTBatch]:
-        if self.world_size == 1:
-            return dataset
-        size = len(dataset)  # type: ignore[arg-type]
-        return Subset(dataset, range(self.rank, size, self.world_size))
+        """Mean quantile loss over all windows of `dataset` (scaled units); under DDP a
+        collective, sharded over the ranks (training/evaluation.py)."""
+        return mean_quantile_loss(
+            self.predict,
+            dataset,
+            self.quantiles,
+            rank=self.rank,
+            world_size=self.world_size,
+            device=self.device,
+        )
 
     # --- orchestration -----------------------------------------------------------------
     def fit(self) -> TrainState:
@@ -280,7 +239,7 @@ class Trainer:
         for batch in loader:
             if state.batch_in_epoch >= limit:
                 break
-            lr, started = float(self.optimizer.param_groups[0]["lr"]), time.perf_counter()
+            lr, started = self.update.lr, time.perf_counter()
             loss = self.train_step(batch)
             self.last_step = StepStats(lr, self._grad_norm, time.perf_counter() - started)
             state.add_step_loss(loss)
@@ -306,17 +265,14 @@ class Trainer:
     def state_dict(self) -> dict[str, Any]:
         """Everything a run needs to continue exactly, by part: tensors (live ones, not
         copies) and JSON-able values. `best_weights` is None before any validation."""
-        scheduler = {} if self.scheduler is None else {"scheduler": self.scheduler.state_dict()}
         return {
             "model": self.model.state_dict(),
             "best_weights": self.best_weights,
-            "optimizer": self.optimizer.state_dict(),
-            "scaler": self.scaler.state_dict(),
+            **self.update.state_dict(),  # optimizer, scaler and (with a schedule) scheduler
             "train_state": asdict(self.state),
             "sampler": self.sampler.state_dict(),
             "rng": rng_state(),
             "callbacks": callback_states(self.callbacks),
-            **scheduler,  # absent with the constant schedule, as in checkpoints before it
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -326,10 +282,7 @@ class Trainer:
         where `train_state` stands, the callbacks fresh."""
         to = self.device
         self.model.load_state_dict({k: v.to(to) for k, v in state["model"].items()})
-        self.optimizer.load_state_dict(state["optimizer"])
-        if self.scheduler is not None:  # after the optimizer, whose groups hold the lr
-            load_scheduler(self.scheduler, state["scheduler"])
-        self.scaler.load_state_dict(state["scaler"])
+        self.update.load_state_dict(state)
         self.state = TrainState(**state["train_state"])
         best = state.get("best_weights")
         self.best_weights = {k: v.to(to) for k, v in best.items()} if best else None
