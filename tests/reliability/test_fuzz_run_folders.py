@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from safetensors.torch import load_file, save_file
 
-from .helpers import SMALL, cli, snapshot, train
+from .helpers import SMALL, cli, snapshot
 
 HOSTILE = [None, -1, 0, 10**20, 1e308, float("nan"), "x", [], {}, True, "../../etc/hostname"]
 FUZZ = settings(
@@ -23,19 +23,12 @@ FUZZ = settings(
 )
 
 
-@pytest.fixture(scope="module")
-def pristine(tmp_path_factory: pytest.TempPathFactory, bars_file: Path) -> Path:
-    run = tmp_path_factory.mktemp("pristine") / "run"
-    train(bars_file, run, "--checkpoint-every", "2")
-    return run
-
-
 @pytest.fixture
-def copies(pristine: Path) -> Iterator[Any]:
+def copies(trained_run: Path) -> Iterator[Any]:
     def fresh() -> tuple[Path, Path]:
         root = Path(tempfile.mkdtemp(prefix="fuzz-"))
         (root / "outside.txt").write_text("must stay")
-        shutil.copytree(pristine, root / "run", symlinks=True)
+        shutil.copytree(trained_run, root / "run", symlinks=True)
         return root, root / "run"
 
     made: list[Path] = []
