@@ -25,11 +25,11 @@ are not timed: torchao is not installed, and torch.ao's PT2E flow is its depreca
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import logging
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from foxhunt.cli import main as cli_main
 from foxhunt.data import generate_bars, prepare_data
 from foxhunt.exports.int8 import export_run, load_export
 from foxhunt.exports.onnx import export_onnx
@@ -63,7 +64,8 @@ SHORT = ["--max-gap", "10min", "--epochs", "1", "--max-steps-per-epoch", "30"]
 
 
 def train_runs(args: argparse.Namespace, out: Path) -> tuple[Path, Path]:
-    """Train an FP32 and a QAT run (same seed and flags) with ``foxhunt train``."""
+    """Train an FP32 and a QAT run (same seed and flags) with ``foxhunt train``, in this
+    process (a fresh interpreter per run only added its start-up)."""
     data = args.data
     if args.quick:
         data = out / "bars.parquet"
@@ -72,8 +74,12 @@ def train_runs(args: argparse.Namespace, out: Path) -> tuple[Path, Path]:
     flags.append("--no-report")
     runs = out / "fp32", out / "qat"
     for folder, extra in zip(runs, ([], ["--qat", "--qat-freeze-after", "10"]), strict=True):
-        cmd = [sys.executable, "-m", "foxhunt", "train", *flags, *extra]
-        subprocess.run([*cmd, "--output-dir", str(folder)], check=True, capture_output=True)
+        with contextlib.redirect_stdout(io.StringIO()):
+            # the default log level: a lower one would stay set for whatever runs next in
+            # this process (tests/benchmarks trains in the pytest process)
+            code = cli_main(["train", *flags, *extra, "--output-dir", str(folder)])
+        if code != 0:
+            raise SystemExit(f"foxhunt train for {folder.name} exited {code}")
     return runs
 
 
