@@ -54,7 +54,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         fp32, qat = runs_of(args, out)
-        print(table(losses(fp32, qat, out)))
+        print(table(losses(fp32, qat, args.exports or out)))
     print(f"\n{machine()}")
 
 

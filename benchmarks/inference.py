@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
 import logging
 import os
 import statistics
@@ -84,13 +85,23 @@ def train_runs(args: argparse.Namespace, out: Path) -> tuple[Path, Path]:
 
 
 def exports(fp32: Path, qat: Path, out: Path) -> dict[str, Path]:
+    """The runs exported every way into ``out``; exports an earlier call wrote there from
+    the same run files (``exports.json`` records which) are reused, not redone."""
     folders = dict(
         zip(ROWS, [fp32, out / "int8", out / "onnx", out / "qdq-qat", out / "qdq-cal"], strict=True)
     )
+    marker = out / "exports.json"
+    made_from = {
+        name: [str(run.resolve()), (run / "model.safetensors").stat().st_mtime_ns]
+        for name, run in (("fp32", fp32), ("qat", qat))
+    }
+    if marker.is_file() and json.loads(marker.read_text()) == made_from:
+        return folders
     export_run(qat, folders[ROWS[1]], mode="qat")
     export_onnx(fp32, folders[ROWS[2]])
     export_onnx_int8(qat, folders[ROWS[3]])
     export_onnx_int8(fp32, folders[ROWS[4]])
+    marker.write_text(json.dumps(made_from))
     return folders
 
 
@@ -195,6 +206,11 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--qat-run", type=Path, default=None, help="a QAT run of the same shape")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="bars to train on")
     p.add_argument("--quick", action="store_true", help="tiny runs on synthetic bars, few repeats")
+    p.add_argument(
+        "--exports", type=Path, default=None,
+        help="write the exports here and keep them (default: a temporary folder); exports of "
+        "the same run files found there are reused",
+    )  # fmt: skip
 
 
 def runs_of(args: argparse.Namespace, out: Path) -> tuple[Path, Path]:
@@ -220,7 +236,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         fp32, qat = runs_of(args, out)
-        folders = exports(fp32, qat, out)
+        folders = exports(fp32, qat, args.exports or out)
         result = measure(args, folders)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     for threads, by_size in result.items():

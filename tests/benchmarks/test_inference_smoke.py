@@ -22,10 +22,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
         from inference import train_runs
     finally:
         sys.path.remove(str(BENCHMARKS))
-    fp32, qat = train_runs(
-        argparse.Namespace(quick=True, data=None), tmp_path_factory.mktemp("runs")
-    )
-    return ["--fp32-run", str(fp32), "--qat-run", str(qat)]
+    out = tmp_path_factory.mktemp("runs")
+    fp32, qat = train_runs(argparse.Namespace(quick=True, data=None), out)
+    # both benchmarks export the runs every way: the second reuses the first's folders
+    return ["--fp32-run", str(fp32), "--qat-run", str(qat), "--exports", str(out / "exports")]
 
 
 def run(script: str, *args: str) -> str:
@@ -49,6 +49,7 @@ def test_inference_benchmark_prints_its_table(runs: list[str]) -> None:
 
 def test_export_accuracy_benchmark_scores_every_route(runs: list[str]) -> None:
     out = run("export_accuracy.py", *runs)
+    assert (Path(runs[-1]) / "exports.json").is_file()  # the exports were reused
     rows = [line for line in out.splitlines() if line.startswith("| ") and "%" in line]
     assert len(rows) == 6 and "+0.000%" in rows[0]  # FP32 against itself
     assert "all within 2% of FP32:" in out and "onnxruntime" in out
