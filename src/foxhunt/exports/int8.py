@@ -39,6 +39,7 @@ from foxhunt.model.factory import build_model
 from foxhunt.model.size import check_fits_in_memory
 from foxhunt.quant.config import LSTM_MODES, QATConfig
 from foxhunt.quant.kernel import accelerate
+from foxhunt.quant.linear import DYNAMIC_MAX
 from foxhunt.quant.serialize import int8_tensors, layout_digest, load_int8_tensors, pack, unpack
 from foxhunt.quant.transform import (
     MODES,
@@ -150,7 +151,7 @@ def export_run(run_dir: Path, output: Path, *, mode: str) -> dict[str, Any]:
         "mode": mode,
         "qat": qat.to_dict() if qat else None,
         "lstm": lstm,
-        "activation_max": qat.activation_max if qat else QATConfig().activation_max,
+        "activation_max": qat.activation_max if qat else DYNAMIC_MAX,  # dynamic: 7-bit inputs
         "source": str(run_dir),
         "bytes": {
             "fp32": len(weights_bytes(float_model)),

@@ -96,8 +96,6 @@ class QDQLinear(nn.Module):
         self.weight = nn.Parameter(linear.weight.detach().clone(), requires_grad=False)
         self.bias = None if linear.bias is None else linear.bias.detach().clone()
         wq = layer.weight_quant
-        if not wq.observed:
-            wq.observe(linear.weight)
         self.register_buffer("w_scale", wq.scale.detach().float().clone())
         self.register_buffer("w_zero", wq.zero_point.detach().to(torch.int8).clone())
         self.inp = Activation(layer.input_quant)

@@ -40,7 +40,6 @@ class FakeQuant(nn.Module):
     def __init__(self, quant_min: int, quant_max: int, *, per_channel: bool) -> None:
         super().__init__()
         self.quant_min, self.quant_max = quant_min, quant_max
-        self.per_channel = per_channel
         self.observing = False
         self.register_buffer("scale", torch.tensor([1.0]))
         self.register_buffer("zero_point", torch.tensor([0], dtype=torch.int32))

@@ -194,11 +194,6 @@ class Int8GateAddNorm(nn.Module):
         return cast(Tensor, self.glu(x, skip, self._norm))
 
 
-def convertible(module: nn.Module) -> bool:
-    """A converted Linear layer the kernel computes."""
-    return isinstance(module, QuantizedLinear)
-
-
 def accelerate(model: nn.Module, kernel: ModuleType | None = None) -> int:
     """Swap foxhunt's int8 kernel in for the converted Linear layers of ``model`` (in place);
     returns how many modules it replaced. A ``GateAddNorm`` whose GLU projection is int8 and
@@ -215,24 +210,20 @@ def accelerate(model: nn.Module, kernel: ModuleType | None = None) -> int:
         if any(name.startswith(f"{done}.") for done, _ in swaps):
             continue  # inside a module already replaced
         proj = getattr(getattr(module, "glu", module), "proj", None)
-        fusable = proj is not None and convertible(proj)
-        fusable = fusable and _out_features(proj) % (2 * GLU_TILE) == 0  # type: ignore[arg-type]
-        if isinstance(module, GateAddNorm) and fusable:
+        if not isinstance(proj, QuantizedLinear) or proj.out_features % (2 * GLU_TILE):
+            proj = None  # no int8 GLU projection the kernel can fuse
+        if isinstance(module, GateAddNorm) and proj is not None:
             norm = module.add_norm.norm
-            glu = Int8Linear.from_converted(proj, kernel, glu=True)  # type: ignore[arg-type]
+            glu = Int8Linear.from_converted(proj, kernel, glu=True)
             if norm.weight is not None and norm.bias is not None:
                 swaps.append((name, Int8GateAddNorm(glu, norm)))
             else:
                 swaps.append((f"{name}.glu", glu))
-        elif isinstance(module, GatedLinearUnit) and fusable:
-            swaps.append((name, Int8Linear.from_converted(proj, kernel, glu=True)))  # type: ignore[arg-type]
-        elif name and convertible(module):
+        elif isinstance(module, GatedLinearUnit) and proj is not None:
+            swaps.append((name, Int8Linear.from_converted(proj, kernel, glu=True)))
+        elif name and isinstance(module, QuantizedLinear):
             swaps.append((name, Int8Linear.from_converted(module, kernel)))
     for name, new in swaps:
         parent, _, child = name.rpartition(".")
         setattr(model.get_submodule(parent) if parent else model, child, new)
     return len(swaps)
-
-
-def _out_features(layer: nn.Module) -> int:
-    return int(cast(Any, layer).out_features)

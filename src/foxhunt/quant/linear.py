@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from foxhunt.quant.fake import ActivationQuant, WeightQuant
+from foxhunt.quant.weights import quantize_per_channel
 
 #: 7-bit input grids of post-training dynamic layers, chosen per call as torch's dynamic
 #: int8 Linear chose them: int32 sums of 127 * 128 products can never saturate
@@ -31,14 +32,6 @@ class FakeQuantLinear(nn.Module):
         self.linear = linear
         self.weight_quant = WeightQuant()
         self.output_quant = ActivationQuant(activation_max)
-
-    @property
-    def in_features(self) -> int:
-        return self.linear.in_features
-
-    @property
-    def out_features(self) -> int:
-        return self.linear.out_features
 
     def forward(self, x: Tensor) -> Tensor:
         weight = self.weight_quant(self.linear.weight)
@@ -93,8 +86,9 @@ class QuantizedLinear(nn.Module):
         )
         out.set_weight(*layer.weight_quant.int8(linear.weight), linear.bias)
         for side, quant in (("input", layer.input_quant), ("output", layer.output_quant)):
-            getattr(out, f"{side}_scale").fill_(float(quant.scale))
-            getattr(out, f"{side}_zero_point").fill_(int(quant.zero_point))
+            scale, zero_point = quant.qparams()
+            getattr(out, f"{side}_scale").fill_(scale)
+            getattr(out, f"{side}_zero_point").fill_(zero_point)
         return out.to(linear.weight.device)
 
     @classmethod
@@ -104,9 +98,7 @@ class QuantizedLinear(nn.Module):
         out = cls(
             linear.in_features, linear.out_features, bias=linear.bias is not None, static=False
         )
-        quant = WeightQuant()
-        quant.observe(linear.weight.float())
-        out.set_weight(*quant.int8(linear.weight.float()), linear.bias)
+        out.set_weight(*quantize_per_channel(linear.weight, (0,)), linear.bias)
         return out.to(linear.weight.device)
 
     @torch.no_grad()

@@ -1,10 +1,10 @@
 """When the QAT observers may update: train-mode passes of the warm-up, once per pass.
 
 A fake quantizer (``quant/fake.py``) updates its range on *every* call while it is
-``observing``, whatever the module's train/eval mode. Left alone that would let validation batches
-move the scales, and activation checkpointing, which runs a segment's forward a second time
-in backward, would update them twice and quantize the recomputation on a different grid than
-the forward (wrong gradients). :class:`ObserverSchedule` owns the switch instead: hooks on
+``observing``, whatever the module's train/eval mode. Left alone that would let validation
+batches move the scales, and activation checkpointing, which runs a segment's forward a
+second time in backward, would update them twice and quantize the recomputation on a
+different grid than the forward (wrong gradients). :class:`ObserverSchedule` owns the switch instead: hooks on
 the model enable the observers just before a train-mode forward of the warm-up and disable
 them right after it. Recomputation happens in backward, after that forward has returned, so
 it always runs with observers off and with the scales the forward used: it is exact, during

@@ -25,6 +25,7 @@ embeddings, attention scores
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -110,6 +111,16 @@ def _replace(model: nn.Module, name: str, new: nn.Module) -> None:
     setattr(model.get_submodule(parent) if parent else model, child, new)
 
 
+def _swap_linears(
+    model: nn.Module, names: tuple[str, ...], make: Callable[[nn.Linear], nn.Module]
+) -> None:
+    """Replace each ``nn.Linear`` named in ``names`` by ``make(linear)``."""
+    for name in names:
+        linear = model.get_submodule(name)
+        assert isinstance(linear, nn.Linear)
+        _replace(model, name, make(linear))
+
+
 def _device(model: nn.Module) -> torch.device:
     return next(model.parameters()).device
 
@@ -126,10 +137,11 @@ def prepare_qat(model: nn.Module, config: QATConfig | None = None) -> nn.Module:
     config = config or QATConfig()
     found = plan(model, lstm=config.lstm)
     device = _device(model)
-    for name in found.linears:
-        linear = model.get_submodule(name)
-        assert isinstance(linear, nn.Linear)
-        _replace(model, name, FakeQuantLinear(linear, config.activation_max).to(device))
+    _swap_linears(
+        model,
+        found.linears,
+        lambda linear: FakeQuantLinear(linear, config.activation_max).to(device),
+    )
     for module_name, tensor, dims in [*found.weights, *found.lstm_weights(model)]:
         fake_quant = ChannelFakeQuant(dims).to(device)
         parametrize.register_parametrization(model.get_submodule(module_name), tensor, fake_quant)
@@ -196,10 +208,7 @@ def quantize_dynamic(model: nn.Module, *, lstm: str = "int8-weights") -> nn.Modu
         raise ValueError("a QAT-prepared model converts with convert(), not quantize_dynamic()")
     found = plan(model, lstm=lstm)
     model.cpu().eval()
-    for name in found.linears:
-        linear = model.get_submodule(name)
-        assert isinstance(linear, nn.Linear)
-        _replace(model, name, QuantizedLinear.dynamic(linear))
+    _swap_linears(model, found.linears, QuantizedLinear.dynamic)
     for module_name, tensor, dims in [*found.weights, *found.lstm_weights(model)]:
         module = model.get_submodule(module_name)
         store_int8(module, tensor, *quantize_per_channel(getattr(module, tensor), dims))
@@ -217,17 +226,17 @@ def int8_structure(
     found = plan(model, lstm=lstm)
     model.cpu().eval()
     with torch.no_grad():
-        for name in found.linears:
-            linear = model.get_submodule(name)
-            assert isinstance(linear, nn.Linear)
-            shape = (linear.in_features, linear.out_features)
-            placeholder = QuantizedLinear(
-                *shape,
+        _swap_linears(
+            model,
+            found.linears,
+            lambda linear: QuantizedLinear(
+                linear.in_features,
+                linear.out_features,
                 bias=linear.bias is not None,
                 static=mode == "qat",
                 activation_max=activation_max,
-            )
-            _replace(model, name, placeholder)
+            ),
+        )
         for module_name, tensor, dims in [*found.weights, *found.lstm_weights(model)]:
             module = model.get_submodule(module_name)
             weight = getattr(module, tensor)

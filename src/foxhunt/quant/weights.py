@@ -4,8 +4,8 @@ Some of the TFT's weights are not applied by ``F.linear`` of their own module: t
 ``[n, fan_in, fan_out]`` weights of the per-variable GRNs (``VariableGRNs``, run by a fused
 op), the variable selection GRN's input projections (folded with the input embeddings) and
 the LSTM's gate weights. They are fake-quantized from outside with a
-``torch.nn.utils.parametrize`` parametrization wrapping a :class:`~foxhunt.quant.fake.WeightQuant`
-(:class:`ChannelFakeQuant`), so every read of ``module.<name>`` sees the fake-quantized
+``torch.nn.utils.parametrize`` parametrization wrapping a
+:class:`~foxhunt.quant.fake.WeightQuant` (:class:`ChannelFakeQuant`), so every read of ``module.<name>`` sees the fake-quantized
 weight and its gradient flows straight through to the float weight. After ``convert`` they
 are stored as int8 plus one float32 scale per channel (:class:`Int8Weight`).
 
@@ -49,8 +49,8 @@ def channel_shape(shape: torch.Size, channel_dims: tuple[int, ...]) -> list[int]
 class ChannelFakeQuant(nn.Module):
     """Parametrization: int8 fake quantization of a weight, one scale per channel.
 
-    ``fake_quant`` (a :class:`WeightQuant`) sees the weight as ``[channels, fan_in]``. Its observer updates at most once per
-    forward pass of the model: a weight read twice in one pass (``VariableGRNs`` and
+    ``fake_quant`` (a :class:`WeightQuant`) sees the weight as ``[channels, fan_in]``. Its
+    observer updates at most once per forward pass of the model: a weight read twice in one pass (``VariableGRNs`` and
     ``nn.LSTM`` both do) is quantized on the same grid both times, and the
     :class:`~foxhunt.quant.schedule.ObserverSchedule` re-enables it before the next pass.
     """
