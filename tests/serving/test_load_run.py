@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch import nn
 
-from foxhunt.errors import FoxhuntError
+from foxhunt.errors import ConfigError, FoxhuntError
 from foxhunt.exports.int8 import export_run
 from foxhunt.jobs.train import JobResult
 from foxhunt.model import TemporalFusionTransformer
@@ -21,7 +21,12 @@ from foxhunt.quant.linear import FakeQuantLinear
 from foxhunt.quant.schedule import schedule_of
 from foxhunt.runs import QAT_FILE, load_run_folder
 from foxhunt.serving import load_run
-from foxhunt.trained_run import load_trained_run, read_qat_config
+from foxhunt.trained_run import (
+    load_trained_run,
+    read_qat_config,
+    run_qat_config,
+    save_qat_config,
+)
 from foxhunt.training.inference import predict_windows
 from helpers import tiny_job, tiny_run, tiny_training
 
@@ -93,3 +98,18 @@ def test_an_int8_export_loads_as_its_int8_model(qat: JobResult, tmp_path: Path) 
     want = _forecasts(qat.model, qat)
     # foxhunt's int8 kernel: within 1.5% of the spread (tests/quant/test_export.py)
     assert np.abs(_forecasts(loaded.model, qat) - want).max() <= 0.015 * np.ptp(want)
+
+
+def test_the_qat_marker_round_trips_and_a_resume_keeps_the_started_config(tmp_path: Path) -> None:
+    """qat.json (trained_run.py, the job's marker): written, read back, removed for an FP32
+    run; ``--resume`` continues with the saved config and refuses a different one."""
+    save_qat_config(tmp_path, QAT)
+    assert read_qat_config(tmp_path) == QAT
+    assert run_qat_config(tmp_path, None, resume=True) == QAT
+    assert run_qat_config(tmp_path, QAT, resume=True) == QAT
+    other = QATConfig(freeze_after=3)
+    assert run_qat_config(tmp_path, other, resume=False) == other  # a new run: as requested
+    with pytest.raises(ConfigError, match="started with QAT"):
+        run_qat_config(tmp_path, other, resume=True)
+    save_qat_config(tmp_path, None)
+    assert read_qat_config(tmp_path) is None and not (tmp_path / QAT_FILE).exists()
