@@ -49,10 +49,12 @@ ALLOWED = {
     # transforms of a built model (checkpointing re-exported from model, QAT from quant):
     # applied from outside the model, which imports none of them
     "transforms": {"batch", "config_fields", "cpp_kernels", "errors", "model", "quant"},
-    # the run folder knows no quantization: exports/int8.py reads runs, and serving.py (above
-    # both) chooses between a run and its int8 export
+    # the run folder knows no quantization: trained_run.py loads a run's model with the
+    # transforms it trained with (QAT's among them) and reads its QAT marker; the exporters
+    # load runs through it, and serving.py (above all three) chooses the folder kind
     "runs": {"baselines", "config_fields", "data", "errors", "model", "storage", "training"},
-    "serving": {"exports", "runs"},
+    "trained_run": {"errors", "quant", "runs", "transforms"},
+    "serving": {"exports", "runs", "trained_run"},
     # loggers on the training callback seam: they read the trainer, the run folder's files
     # and memory; the job never imports them (the doors wire them in)
     "tracking": {"errors", "memory", "runs", "training"},
@@ -279,9 +281,9 @@ def test_the_circle_finder(tmp_path: Path) -> None:
     ]
 
 
-#: who may import the exporters: the door that opens a model folder, the doors, and the job
-#: (the QAT marker file, exports/int8.py); nothing below them
-EXPORTS_IMPORTERS = {"exports", "serving", "cli", "jobs"}
+#: who may import the exporters: the door that opens a model folder and the doors; nothing
+#: below them (the job takes its QAT marker from trained_run.py)
+EXPORTS_IMPORTERS = {"exports", "serving", "cli"}
 
 #: the loggers: wired in by the doors, passed to the job as callbacks (never imported by it)
 TRACKING_IMPORTERS = {"tracking", "cli"}
