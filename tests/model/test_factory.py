@@ -7,6 +7,7 @@ import pytest
 from foxhunt import TemporalFusionTransformer, TFTConfig
 from foxhunt.errors import ConfigError
 from foxhunt.model.factory import DEFAULT_MODEL, MODELS, build_model
+from foxhunt.model.names import MODEL_NAMES
 from foxhunt.model.size import parameter_count
 
 
@@ -14,6 +15,7 @@ def test_the_default_class_is_the_tft(cfg: TFTConfig) -> None:
     model = build_model(DEFAULT_MODEL, cfg)
     assert type(model) is TemporalFusionTransformer
     assert MODELS["tft"] is TemporalFusionTransformer
+    assert tuple(MODELS) == MODEL_NAMES  # the names the CLI offers without importing torch
     assert parameter_count(cfg) == sum(p.numel() for p in model.parameters())
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import shutil
 from pathlib import Path
@@ -47,20 +48,21 @@ def test_overwrite_replaces_the_run_whole_only_when_complete(
     finished: Path, bars_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = snapshot(finished)
-    import foxhunt.cli.train as cli_train
+    # the job module `foxhunt train` calls (foxhunt.jobs.train the attribute is the function)
+    job = importlib.import_module("foxhunt.jobs.train")
 
-    real = cli_train.train
+    real = job.train
 
     def killed(*args: object, **kwargs: object) -> object:
         real(*args, **kwargs)  # the new run is complete in its staging folder...
         raise KeyboardInterrupt  # ...and the process dies before the swap
 
-    monkeypatch.setattr(cli_train, "train", killed)
+    monkeypatch.setattr(job, "train", killed)
     args = ["train", "--parquet-file", bars_file, *SMALL, "--lookback", "12"]
     code, _ = cli([*args, "--output-dir", finished, "--overwrite"])
     assert code == 130
     assert snapshot(finished) == before
-    monkeypatch.setattr(cli_train, "train", real)
+    monkeypatch.setattr(job, "train", real)
     train(bars_file, finished, "--lookback", "12", "--overwrite")
     assert json.loads((finished / "config.json").read_text())["data"]["lookback"] == 12
     assert not [p for p in finished.parent.iterdir() if ".new-" in p.name or ".old-" in p.name]

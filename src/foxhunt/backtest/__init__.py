@@ -4,10 +4,18 @@ the forecast as a trading signal net of costs (docs/backtest.md).
 A door-level package: it runs training jobs, so only the CLI and `foxhunt.tune` import it.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from foxhunt.backtest.config import BacktestConfig
 from foxhunt.backtest.folds import Fold, cut_folds, leaking_targets
-from foxhunt.backtest.runner import BACKTEST_FILE, BacktestConfig, run_backtest
 from foxhunt.backtest.signal import CostModel
 from foxhunt.backtest.stats import block_bootstrap, deflated_sharpe, max_drawdown, sharpe
+
+if TYPE_CHECKING:
+    from foxhunt.backtest.runner import BACKTEST_FILE, run_backtest
 
 __all__ = [
     "BACKTEST_FILE",
@@ -22,3 +30,15 @@ __all__ = [
     "run_backtest",
     "sharpe",
 ]
+
+#: the runner (training jobs, torch), imported on first use: the configs alone (the CLI's
+#: --help reads them) import no torch
+_LAZY = {"BACKTEST_FILE": "foxhunt.backtest.runner", "run_backtest": "foxhunt.backtest.runner"}
+
+
+def __getattr__(name: str) -> Any:  # PEP 562
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value

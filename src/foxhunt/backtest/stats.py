@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.stats import kurtosis, norm, skew
 
-from foxhunt.task.bootstrap import interval
+# scipy and the scoring layer are imported where used: the cost model (signal.py) needs only
+# sharpe and max_drawdown, and `foxhunt backtest --help` imports it
 
 EULER_GAMMA = 0.5772156649015329
 
@@ -24,6 +24,8 @@ def block_bootstrap(
     """95% interval of mean(values), resampling whole blocks (days) with replacement: the
     windows of one day move together (their errors share the day's volatility). The one
     implementation is ``foxhunt.task.bootstrap``; NaN for no values."""
+    from foxhunt.task.bootstrap import interval
+
     if len(values) == 0:
         return float("nan"), float("nan")
     return interval(np.asarray(values, dtype=np.float64), np.asarray(blocks), resamples, seed)
@@ -52,6 +54,8 @@ def probabilistic_sharpe(
 ) -> float:
     """PSR: P(true SR > benchmark) for a non-annualized SR estimated from `observations`
     returns with the given skewness and (non-excess) kurtosis."""
+    from scipy.stats import norm
+
     if observations < 2 or not math.isfinite(sr):
         return float("nan")
     variance = 1.0 - skewness * sr + (kurt - 1.0) / 4.0 * sr**2
@@ -64,6 +68,8 @@ def probabilistic_sharpe(
 def expected_max_sharpe(trials: int, variance: float) -> float:
     """E[max SR] of `trials` independent zero-skill Sharpe estimates of variance V (eq. of SR0
     in the paper); 0 for a single trial (nothing was selected)."""
+    from scipy.stats import norm
+
     if trials <= 1:
         return 0.0
     quantile_1 = norm.ppf(1.0 - 1.0 / trials)
@@ -92,6 +98,8 @@ def deflated_sharpe_of(
     """The DSR of per-bar returns. The variance of the trials' Sharpe ratios is that of
     `trial_sharpes` (non-annualized) when there are several, else the variance of the Sharpe
     estimator under the null, 1 / (T - 1)."""
+    from scipy.stats import kurtosis, skew
+
     r = np.asarray(returns, dtype=np.float64)
     sr = sharpe(r)
     if len(r) < 3 or not math.isfinite(sr) or float(r.std()) == 0.0:

@@ -11,14 +11,6 @@ from typing import Any
 
 from foxhunt.cli.generated import Section
 from foxhunt.cli.resolve import Command, dump, resolve
-from foxhunt.cli.train_config import (
-    DATA,
-    MODEL,
-    TRAINING,
-    run_command,
-    run_config,
-)
-from foxhunt.data.sources import source_files
 from foxhunt.errors import UsageError
 
 log = logging.getLogger("foxhunt.backtest")
@@ -41,6 +33,7 @@ def backtest_command() -> Command:
     """The data, model and training sections of `foxhunt train` (not its run-folder, resume
     or DDP options; nor test_fraction: the folds cut the test spans), then the backtest's."""
     from foxhunt.backtest import BacktestConfig, CostModel
+    from foxhunt.cli.train_config import DATA, MODEL, TRAINING, run_command
 
     data = replace(DATA, exclude=(*DATA.exclude, "test_fraction"))
     sections = (
@@ -67,12 +60,17 @@ def register(sub: Any) -> None:
 
 
 def run(parsed: argparse.Namespace) -> int:
-    from foxhunt.backtest import BacktestConfig, CostModel, run_backtest
+    from foxhunt.backtest import BacktestConfig, CostModel
 
     parser, cfg, show = resolve(backtest_command(), parsed.argv)
     if show:
         print(dump(parser, cfg), end="")
         return 0
+    # imported once the line is parsed: `foxhunt backtest --help` needs no torch
+    from foxhunt.backtest import run_backtest
+    from foxhunt.cli.train_config import run_config
+    from foxhunt.data.sources import source_files
+
     if cfg.options.output_dir is None:
         raise UsageError("backtest: --output-dir DIR is required (the backtest folder)")
     if cfg.data.path is not None:

@@ -7,20 +7,14 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-
-from foxhunt.bench.accuracy import check_predictions, format_checks
-from foxhunt.bench.memory import PRESETS, default_modes, run_benchmark, with_overrides
-from foxhunt.bench.table import format_table
+from foxhunt.bench.presets import PRESETS
 from foxhunt.cli.common import csv_tuple
 from foxhunt.errors import ConfigError
-from foxhunt.model.size import check_step_fits_in_memory
-from foxhunt.runs import check_output_file
-from foxhunt.storage import atomic_write_json
-from foxhunt.storage.atomic import check_replaceable
-from foxhunt.transforms.checkpointing import resolve_policy
+
+if TYPE_CHECKING:  # torch and the benchmark are imported where used: --help needs neither
+    import torch
 
 log = logging.getLogger("foxhunt.memory")
 
@@ -76,6 +70,8 @@ def register(sub: Any) -> None:
 
 
 def resolve_device(name: str) -> torch.device:
+    import torch
+
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "cpu"
     if name == "cuda" and not torch.cuda.is_available():
@@ -84,6 +80,17 @@ def resolve_device(name: str) -> torch.device:
 
 
 def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from foxhunt.bench.accuracy import check_predictions, format_checks
+    from foxhunt.bench.memory import default_modes, run_benchmark, with_overrides
+    from foxhunt.bench.table import format_table
+    from foxhunt.model.size import check_step_fits_in_memory
+    from foxhunt.runs import check_output_file
+    from foxhunt.storage import atomic_write_json
+    from foxhunt.storage.atomic import check_replaceable
+    from foxhunt.transforms.checkpointing import resolve_policy
+
     # before minutes of measuring: a FIFO blocked open(), RUN/metrics.json was replaced
     json_file = None if args.json in (None, "-") else Path(args.json)
     if args.json is not None and args.predictions:  # it printed a table and wrote nothing

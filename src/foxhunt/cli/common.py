@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
-from foxhunt.data.sources import read_source, row_filter
 from foxhunt.errors import ConfigError, FoxhuntError
+
+if TYPE_CHECKING:  # the readers are imported where used: registering the flags needs none
+    import pandas as pd
 
 
 def csv_tuple(text: str) -> tuple[str, ...]:
@@ -47,6 +48,8 @@ def add_data_file_arguments(parser: argparse.ArgumentParser, *, required: bool) 
 def read_frame(args: argparse.Namespace, preprocessor_timezone: str | None = None) -> pd.DataFrame:
     if args.data_file is None:
         raise FoxhuntError("pass the bars to use with --parquet-file FILE")
+    from foxhunt.data.sources import read_source, row_filter
+
     timezone = args.timezone or preprocessor_timezone
     try:
         bounds = row_filter(args.start, args.end, args.symbols, timezone)

@@ -8,23 +8,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from foxhunt.baselines import FittedBaselines
 from foxhunt.cli.common import add_data_file_arguments, read_frame
-from foxhunt.data.spacing import check_spacing
 from foxhunt.errors import ConfigError
-from foxhunt.runs import BASELINE_FILE, RunFileError, check_output_file, read_baseline_state
-from foxhunt.serving import load_run
-from foxhunt.storage import atomic_write_json
-from foxhunt.task import all_baselines, bp_per_unit, results_table, score
-from foxhunt.training.comparison import (
-    bar_returns,
-    forecast_frame,
-    vol_baselines,
-    write_forecasts,
-)
-from foxhunt.training.inference import predict_windows
 
 log = logging.getLogger("foxhunt.evaluate")
 
@@ -49,6 +34,23 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # imported here: registering the flags (--help) needs none of them, nor torch
+    import numpy as np
+
+    from foxhunt.baselines import FittedBaselines
+    from foxhunt.data.spacing import check_spacing
+    from foxhunt.runs import BASELINE_FILE, RunFileError, check_output_file, read_baseline_state
+    from foxhunt.serving import load_run
+    from foxhunt.storage import atomic_write_json
+    from foxhunt.task import all_baselines, bp_per_unit, results_table, score
+    from foxhunt.training.comparison import (
+        bar_returns,
+        forecast_frame,
+        vol_baselines,
+        write_forecasts,
+    )
+    from foxhunt.training.inference import predict_windows
+
     if args.json is not None:
         check_output_file(args.json, "--json")
     if args.forecasts is not None:

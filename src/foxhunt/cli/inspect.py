@@ -7,13 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from foxhunt.data.calendar import AUTO
-from foxhunt.data.calendar_setting import parse_calendar, resolve_calendar
-from foxhunt.data.contracts import find_contract_column
-from foxhunt.data.inspect import inspect_bars
-from foxhunt.data.sources import read_source
-from foxhunt.data.validate import validate_bars
-
 
 def register(sub: Any) -> None:
     p = sub.add_parser("inspect", help="summarize a bars file: sessions, gaps, windows")
@@ -26,7 +19,7 @@ def register(sub: Any) -> None:
     p.add_argument("--timestamp-column", default=None, help="name of the time column")
     p.add_argument(
         "--calendar",
-        default=AUTO,
+        default="auto",  # data.calendar.AUTO: imported with pandas, which --help needs not
         help='exchange calendar: "auto" (from the symbols), "none", a pandas_market_calendars '
         "name, or one per symbol: ES=NAME,CL=NAME (docs/calendars.md)",
     )
@@ -42,6 +35,12 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from foxhunt.data.calendar_setting import parse_calendar, resolve_calendar
+    from foxhunt.data.contracts import find_contract_column
+    from foxhunt.data.inspect import inspect_bars
+    from foxhunt.data.sources import read_source
+    from foxhunt.data.validate import validate_bars
+
     setting = parse_calendar(args.calendar, "--calendar")
     source = str(args.file)
     raw = read_source(args.file, timezone=args.timezone, timestamp_column=args.timestamp_column)

@@ -4,19 +4,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
-import torch
+from typing import TYPE_CHECKING, Any
 
 from foxhunt.cli.common import add_data_file_arguments, read_frame
-from foxhunt.data import latest_windows
-from foxhunt.data.io import read_normalized
-from foxhunt.data.spacing import check_spacing
-from foxhunt.runs import LoadedRun, check_output_file
-from foxhunt.serving import load_run
-from foxhunt.storage import atomic_write_bytes
-from foxhunt.task import bp_per_unit, check_coherent
+
+if TYPE_CHECKING:  # the forecast's modules are imported where used: --help needs none
+    import pandas as pd
+
+    from foxhunt.runs import LoadedRun
 
 
 def register(sub: Any) -> None:
@@ -42,6 +37,12 @@ def forecast_table(
     loaded: LoadedRun, frame: pd.DataFrame, future: pd.DataFrame | None = None
 ) -> pd.DataFrame:
     """One row per symbol and forecast step: quantiles of the log return in basis points."""
+    import pandas as pd
+    import torch
+
+    from foxhunt.data import latest_windows
+    from foxhunt.task import bp_per_unit, check_coherent
+
     latest = latest_windows(loaded.preprocessor, frame, future)
     with torch.no_grad():
         out = loaded.model(latest.batch)
@@ -63,6 +64,12 @@ def forecast_table(
 
 
 def run(args: argparse.Namespace) -> int:
+    from foxhunt.data.io import read_normalized
+    from foxhunt.data.spacing import check_spacing
+    from foxhunt.runs import check_output_file
+    from foxhunt.serving import load_run
+    from foxhunt.storage import atomic_write_bytes
+
     if args.output is not None:  # before the work: never a run's own file
         check_output_file(args.output, "--output")
     loaded = load_run(args.run_dir)  # once: an int8 export builds its model as it loads

@@ -2,7 +2,7 @@
 
 A preset returns config sections ({"model": {...}, "data": {...}, "training": {...}}) applied
 over the dataclass defaults and under every --config file and flag. The model presets are
-those of the memory benchmark (`foxhunt.bench.memory.PRESETS`), so a run trains the model
+those of the memory benchmark (`foxhunt.bench.presets.PRESETS`), so a run trains the model
 the benchmark measures; the input counts come from the run's data, not the preset.
 """
 
@@ -18,7 +18,7 @@ from foxhunt.model.config import DATA_FIELDS
 def bench_preset(name: str) -> dict[str, Any]:
     from dataclasses import asdict
 
-    from foxhunt.bench.memory import PRESETS
+    from foxhunt.bench.presets import PRESETS
 
     preset = PRESETS[name]
     model = {k: v for k, v in asdict(preset.config).items() if k not in DATA_FIELDS}

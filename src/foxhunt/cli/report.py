@@ -6,8 +6,6 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from foxhunt.report import write_report
-
 
 def register(sub: Any) -> None:
     p = sub.add_parser("report", help="write RUN_DIR/report/report.html and its PNGs")
@@ -24,6 +22,8 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from foxhunt.report import write_report  # matplotlib: not for --help
+
     path = write_report(args.run_dir, args.data_file)
     print(f"report: {path}")
     return 0

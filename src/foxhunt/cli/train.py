@@ -8,31 +8,14 @@ from contextlib import ExitStack
 from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from foxhunt.cli.resolve import dump, resolve
-from foxhunt.cli.train_config import qat_config, run_config, tracking_config, train_command
-from foxhunt.data.sources import source_files
 from foxhunt.errors import ConfigError
-from foxhunt.jobs.train import JobOptions, train
-from foxhunt.memory.oom import parse_budget
-from foxhunt.report import write_report
-from foxhunt.runs import (
-    Mode,
-    RunConfig,
-    RunFolder,
-    check_output_path,
-    check_same_data,
-    new_identity,
-    read_identity,
-)
-from foxhunt.tracking import build_tracker, check_installed
-from foxhunt.training.distributed import (
-    DistributedContext,
-    distributed_session,
-    main_decides,
-    quiet_other_ranks,
-)
+
+if TYPE_CHECKING:
+    from foxhunt.runs import Mode, RunConfig
+    from foxhunt.training.distributed import DistributedContext
 
 log = logging.getLogger("foxhunt.train")
 
@@ -46,6 +29,8 @@ def register(sub: Any) -> None:
 
 def parse(argv: list[str]) -> tuple[Any, Any, bool]:
     """(parser, resolved config namespace, --print-config?) of `foxhunt train ARGV`."""
+    from foxhunt.cli.train_config import train_command  # the configs: not for `foxhunt --help`
+
     return resolve(train_command(), argv)
 
 
@@ -78,6 +63,20 @@ def run(parsed: argparse.Namespace) -> int:
     if show:
         print(dump(parser, cfg), end="")
         return 0
+    # imported once the line is parsed: `foxhunt train --help` needs no torch (nor the rest)
+    from foxhunt.cli.train_config import qat_config, run_config, tracking_config
+    from foxhunt.data.sources import source_files
+    from foxhunt.jobs.train import JobOptions, train
+    from foxhunt.memory.oom import parse_budget
+    from foxhunt.report import write_report
+    from foxhunt.runs import RunFolder, check_output_path
+    from foxhunt.tracking import build_tracker, check_installed
+    from foxhunt.training.distributed import (
+        distributed_session,
+        main_decides,
+        quiet_other_ranks,
+    )
+
     config, args, data_file = run_config(cfg), cfg.options, cfg.data.path
     tracking = tracking_config(cfg)
     # a logger's missing package: one line, before anything is written or trained
@@ -143,6 +142,8 @@ def run(parsed: argparse.Namespace) -> int:
 def run_identity(workdir: Path, config: RunConfig, args: Any) -> dict[str, Any]:
     """The run's identity: read back from identity.json (and the data checked) on --resume,
     else new."""
+    from foxhunt.runs import check_same_data, new_identity, read_identity
+
     identity = read_identity(workdir) if args.resume is not None else None
     if identity is not None:
         check_same_data(identity, args.data_file)

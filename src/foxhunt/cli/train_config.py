@@ -6,19 +6,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from foxhunt.cli.generated import Section, Spelling, arguments, list_text
 from foxhunt.cli.presets import preset
 from foxhunt.cli.resolve import Command
 from foxhunt.data import DataConfig
 from foxhunt.model.config import DATA_FIELDS, TFTConfig
-from foxhunt.model.factory import MODELS
+from foxhunt.model.names import MODEL_NAMES
 from foxhunt.quant import QATConfig
-from foxhunt.runs import RunConfig
 from foxhunt.tracking import TrackingConfig
-from foxhunt.training.config import TrainingConfig
-from foxhunt.training.distributed import DEFAULT_TIMEOUT_S
+from foxhunt.training.config import DEFAULT_TIMEOUT_S, TrainingConfig
+
+if TYPE_CHECKING:  # the run folder needs torch; `foxhunt train --help` imports none
+    from foxhunt.runs import RunConfig
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,7 +88,7 @@ def add_model_class(parser: Any) -> None:
     parser.add_argument(
         "--model-class",
         dest="model_class",
-        type=Literal[tuple(MODELS)],
+        type=Literal[MODEL_NAMES],
         default="tft",
         help="the model class (model/factory.py's MODELS)",
     )
@@ -146,6 +147,8 @@ def tracking_config(cfg: Any) -> TrackingConfig:
 def run_config(cfg: Any) -> RunConfig:
     """The run's config from a resolved namespace (the data-derived model fields unset: the
     job fills them from the prepared data)."""
+    from foxhunt.runs import RunConfig
+
     return RunConfig(
         data=DataConfig(**cfg.data.as_dict()),
         model=TFTConfig(**cfg.model.as_dict()),

@@ -11,19 +11,7 @@ from typing import Any, Literal
 
 from foxhunt.cli.generated import Section, Spelling
 from foxhunt.cli.resolve import Command, dump, resolve
-from foxhunt.cli.train_config import (
-    DATA,
-    MODEL,
-    SPELLINGS,
-    TAKEN,
-    TRAINING,
-    run_command,
-    run_config,
-)
-from foxhunt.data.sources import source_files
 from foxhunt.errors import FoxhuntError, UsageError
-from foxhunt.input_path import check_readable_file
-from foxhunt.runs import check_output_file, check_output_path
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,6 +50,7 @@ def tune_command() -> Command:
     """`foxhunt train`'s data, model and training sections (the base config; --config FILE
     as for train), the backtest's (without its trials and jobs: the study's), the study."""
     from foxhunt.backtest import BacktestConfig, CostModel
+    from foxhunt.cli.train_config import DATA, MODEL, SPELLINGS, TAKEN, TRAINING, run_command
 
     sections = (
         DATA,
@@ -110,6 +99,10 @@ def run(parsed: argparse.Namespace) -> int:
             "foxhunt tune needs Optuna: pip install 'foxhunt[tune]' (optuna, SQLAlchemy)"
         ) from None
     from foxhunt.backtest import BacktestConfig, CostModel
+    from foxhunt.cli.train_config import run_config
+    from foxhunt.data.sources import source_files
+    from foxhunt.input_path import check_readable_file
+    from foxhunt.runs import check_output_file, check_output_path
     from foxhunt.tune import BEST_FILE, TuneConfig, best_of, read_space, run_study
 
     check_readable_file(args.space, "search space (--space)")

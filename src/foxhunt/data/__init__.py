@@ -1,14 +1,21 @@
 """Bars in, typed windows out: reading, validation, features, scaling and windowing."""
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from foxhunt.data.config import DataConfig
-from foxhunt.data.dataset import WindowDataset, collate_windows, make_loader
-from foxhunt.data.encoded import FeatureSchema
-from foxhunt.data.io import read_bars
-from foxhunt.data.latest import LatestWindows, latest_windows
-from foxhunt.data.pipeline import DataSummary, PreparedData, prepare_data
-from foxhunt.data.preprocess import Preprocessor
-from foxhunt.data.synthetic import generate_bars
-from foxhunt.data.validate import validate_bars
+
+if TYPE_CHECKING:
+    from foxhunt.data.dataset import WindowDataset, collate_windows, make_loader
+    from foxhunt.data.encoded import FeatureSchema
+    from foxhunt.data.io import read_bars
+    from foxhunt.data.latest import LatestWindows, latest_windows
+    from foxhunt.data.pipeline import DataSummary, PreparedData, prepare_data
+    from foxhunt.data.preprocess import Preprocessor
+    from foxhunt.data.synthetic import generate_bars
+    from foxhunt.data.validate import validate_bars
 
 __all__ = [
     "DataConfig",
@@ -26,3 +33,25 @@ __all__ = [
     "read_bars",
     "validate_bars",
 ]
+
+#: the rest, imported on first use: the config alone imports no torch (the CLI's --help
+#: reads it)
+_LAZY = {
+    **dict.fromkeys(("WindowDataset", "collate_windows", "make_loader"), "foxhunt.data.dataset"),
+    "FeatureSchema": "foxhunt.data.encoded",
+    "read_bars": "foxhunt.data.io",
+    "LatestWindows": "foxhunt.data.latest",
+    "latest_windows": "foxhunt.data.latest",
+    **dict.fromkeys(("DataSummary", "PreparedData", "prepare_data"), "foxhunt.data.pipeline"),
+    "Preprocessor": "foxhunt.data.preprocess",
+    "generate_bars": "foxhunt.data.synthetic",
+    "validate_bars": "foxhunt.data.validate",
+}
+
+
+def __getattr__(name: str) -> Any:  # PEP 562
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value

@@ -2,10 +2,17 @@
 
 Transforms of a built model (checkpointing, QAT) live in ``foxhunt.transforms``."""
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from foxhunt.model.config import SEGMENTS, TFTConfig
-from foxhunt.model.factory import build_model
-from foxhunt.model.loss import quantile_loss, quantile_loss_per_quantile
-from foxhunt.model.tft import TemporalFusionTransformer, TFTOutput
+
+if TYPE_CHECKING:
+    from foxhunt.model.factory import build_model
+    from foxhunt.model.loss import quantile_loss, quantile_loss_per_quantile
+    from foxhunt.model.tft import TemporalFusionTransformer, TFTOutput
 
 __all__ = [
     "SEGMENTS",
@@ -16,3 +23,21 @@ __all__ = [
     "quantile_loss",
     "quantile_loss_per_quantile",
 ]
+
+#: the names that need torch, imported on first use: the config alone imports none (the
+#: CLI's --help reads it)
+_LAZY = {
+    "build_model": "foxhunt.model.factory",
+    "quantile_loss": "foxhunt.model.loss",
+    "quantile_loss_per_quantile": "foxhunt.model.loss",
+    "TemporalFusionTransformer": "foxhunt.model.tft",
+    "TFTOutput": "foxhunt.model.tft",
+}
+
+
+def __getattr__(name: str) -> Any:  # PEP 562
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value

@@ -2,16 +2,18 @@
 
 The job, the run loader and the exporter call ``build_model``; a run folder records the
 name in config.json (``model_class``), so a folder alone says which class to rebuild.
-A model variant is a new entry here, taking a ``TFTConfig``.
+A model variant is a new entry here, taking a ``TFTConfig``, and its name in
+``model/names.py``.
 """
 
 from __future__ import annotations
 
 from foxhunt.errors import ConfigError
 from foxhunt.model.config import TFTConfig
+from foxhunt.model.names import DEFAULT_MODEL
 from foxhunt.model.tft import TemporalFusionTransformer
 
-DEFAULT_MODEL = "tft"  # runs written before config.json named the class
+#: each name of ``model/names.py``'s MODEL_NAMES, to its class
 MODELS: dict[str, type[TemporalFusionTransformer]] = {DEFAULT_MODEL: TemporalFusionTransformer}
 
 

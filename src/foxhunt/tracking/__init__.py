@@ -8,14 +8,17 @@ missing. Under DDP the door builds a tracker on the main rank only.
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from foxhunt.runs import TENSORBOARD_DIR
 from foxhunt.tracking.config import LOGGERS, TrackingConfig
 from foxhunt.tracking.deps import check_installed
-from foxhunt.tracking.mlflow_sink import MlflowSink
-from foxhunt.tracking.tensorboard_sink import TensorBoardSink
-from foxhunt.tracking.tracker import Sink, Tracker
+
+if TYPE_CHECKING:
+    from foxhunt.tracking.mlflow_sink import MlflowSink
+    from foxhunt.tracking.tensorboard_sink import TensorBoardSink
+    from foxhunt.tracking.tracker import Sink, Tracker
 
 __all__ = [
     "LOGGERS",
@@ -27,6 +30,22 @@ __all__ = [
     "check_installed",
     "default_mlflow_uri",
 ]
+
+#: the sinks and the tracker (the run folder, torch), imported on first use: the config and
+#: the package check alone (`foxhunt train --help`) import neither
+_LAZY = {
+    "MlflowSink": "foxhunt.tracking.mlflow_sink",
+    "TensorBoardSink": "foxhunt.tracking.tensorboard_sink",
+    "Tracker": "foxhunt.tracking.tracker",
+}
+
+
+def __getattr__(name: str) -> Any:  # PEP 562
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
 
 
 def default_mlflow_uri(run_dir: Path) -> str:
@@ -40,6 +59,11 @@ def build_tracker(
     """The tracker `config` asks for, or None when no logger is on. `run_dir` is the run's
     final folder (names the MLflow run; its parent holds the default store), `workdir`
     where the job writes it now (the staging folder of an --overwrite; default run_dir)."""
+    from foxhunt.runs import TENSORBOARD_DIR
+    from foxhunt.tracking.mlflow_sink import MlflowSink
+    from foxhunt.tracking.tensorboard_sink import TensorBoardSink
+    from foxhunt.tracking.tracker import Tracker
+
     if not config.active:
         return None
     run_dir = Path(run_dir)

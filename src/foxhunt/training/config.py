@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Literal, get_args
-
-import torch
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from foxhunt.config_fields import check_known_fields, with_legacy_values
 from foxhunt.errors import ConfigError, FoxhuntError
+
+if TYPE_CHECKING:
+    import torch  # imported where a device is resolved: the config alone (--help) needs none
 
 Device = Literal["auto", "cpu", "cuda"]
 Precision = Literal["fp32", "bf16", "fp16"]
@@ -18,6 +19,10 @@ PRECISIONS: tuple[str, ...] = get_args(Precision)
 LOSS_WEIGHTINGS: tuple[str, ...] = get_args(LossWeighting)
 LRSchedule = Literal["constant", "cosine", "onecycle"]
 LR_SCHEDULES: tuple[str, ...] = get_args(LRSchedule)
+
+DEFAULT_TIMEOUT_S = 300.0
+"""Seconds a DDP collective waits for the other ranks before failing (``--dist-timeout``;
+``training/distributed.py``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -157,6 +162,8 @@ class TrainingConfig:
 def resolve_device(name: str, index: int | None = None) -> torch.device:
     """The device ``TrainingConfig.device`` names; `index` picks the GPU (a DDP rank's
     LOCAL_RANK) and is ignored on CPU."""
+    import torch
+
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "cpu"
     if name == "cuda" and not torch.cuda.is_available():

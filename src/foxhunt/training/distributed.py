@@ -26,13 +26,11 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from foxhunt.errors import ConfigError, FoxhuntError
+from foxhunt.training.config import DEFAULT_TIMEOUT_S
 
 log = logging.getLogger("foxhunt.distributed")
 
 T = TypeVar("T")
-
-DEFAULT_TIMEOUT_S = 300.0
-"""Seconds a collective waits for the other ranks before failing (``--dist-timeout``)."""
 
 
 class DistributedError(FoxhuntError):
