@@ -22,8 +22,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy.signal import lfilter
-from scipy.stats import t as student_t
+
+# scipy is imported where used: the run folder imports this module, and `foxhunt predict`
+# (which fits and filters nothing) should not wait for scipy.signal
 
 log = logging.getLogger("foxhunt.baselines")
 
@@ -102,6 +103,8 @@ def backcast(u: np.ndarray) -> float:
 
 def filter_variance(params: GarchT, u: np.ndarray) -> np.ndarray:
     """[n + 1] sigma² of each return of `u` [n] and, last, of the return after it."""
+    from scipy.signal import lfilter
+
     start = backcast(u)
     lagged = np.concatenate([[start], np.square(u)])  # u²_{t-1} for t = 0 .. n
     drive = params.omega + params.alpha * lagged
@@ -121,4 +124,6 @@ def variance_paths(params: GarchT, next_variance: np.ndarray, horizon: int) -> n
 
 def t_quantiles(nu: float, quantiles: Sequence[float]) -> np.ndarray:
     """[Q] quantiles of the unit-variance Student-t with `nu` degrees of freedom."""
+    from scipy.stats import t as student_t
+
     return np.asarray(student_t.ppf(np.asarray(quantiles), nu) * np.sqrt((nu - 2.0) / nu))

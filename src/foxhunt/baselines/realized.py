@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.stats import norm
 
 DEFAULT_WINDOW = 64
 
@@ -24,5 +23,7 @@ def gaussian_quantiles(
     vol: np.ndarray, target_profile: np.ndarray, quantiles: Sequence[float]
 ) -> np.ndarray:
     """[W, H, Q] quantiles from the origin's vol [W] and the target bars' profile [W, H]."""
+    from scipy.stats import norm  # where used: importing the baselines needs no scipy
+
     z = norm.ppf(np.asarray(quantiles, dtype=np.float64))
     return (vol[:, None] * target_profile)[..., None] * z

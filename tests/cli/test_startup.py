@@ -1,0 +1,64 @@
+"""Start-up: `foxhunt --help` and every `foxhunt <command> --help` import no torch, scipy or
+matplotlib (they once took seconds for a help text); the top-level help and the hand-written
+commands' import no pandas either. One fresh interpreter runs every help in turn, the
+generated commands last, and says which modules were loaded after each."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+
+from foxhunt.cli import build_parser
+
+#: imported by no help text
+HEAVY = ("torch", "scipy", "matplotlib")
+#: the generated commands read the config dataclasses (DataConfig needs pandas): the rest not
+GENERATED = ("train", "backtest", "tune")
+
+CODE = """
+import contextlib, io, json, sys
+from foxhunt.cli import main
+
+watched = {"torch", "scipy", "matplotlib", "pandas"}
+out = []
+for command in json.loads(sys.argv[1]):
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        try:
+            code = main([*command, "--help"])
+        except SystemExit as exc:
+            code = exc.code
+    loaded = sorted(watched & {name.split(".")[0] for name in sys.modules})
+    out.append([" ".join(["foxhunt", *command, "--help"]), code, text.getvalue(), loaded])
+print(json.dumps(out))
+"""
+
+
+def command_names() -> list[str]:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return list(sub.choices)
+
+
+def test_no_help_imports_torch_scipy_or_matplotlib() -> None:
+    names = command_names()
+    assert set(GENERATED) < set(names), names
+    order = [[]] + [[n] for n in names if n not in GENERATED] + [[n] for n in GENERATED]
+    run = subprocess.run(
+        [sys.executable, "-c", CODE, json.dumps(order)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    found = json.loads(run.stdout.splitlines()[-1])
+    assert len(found) == len(names) + 1
+    for line, code, text, loaded in found:
+        assert code in (0, None) and "usage:" in text, (line, code, text[:300])
+        assert not set(HEAVY) & set(loaded), f"{line} imported {loaded}"
+        if line.split()[1] not in GENERATED:
+            assert "pandas" not in loaded, f"{line} imported {loaded}"
+    train = next(text for line, _, text, _ in found if line == "foxhunt train --help")
+    assert "--hidden-size" in train and "--lr" in train  # the generated flags are listed
