@@ -7,15 +7,17 @@ runs it), ``foxhunt --help``, ``foxhunt train --help`` and a one-window ``foxhun
 RUN --parquet-file FILE``, and prints the median wall and CPU seconds of ``--repeats`` runs
 beside ``python -c pass`` (the interpreter alone). Without ``--run`` it first trains a tiny
 run on seeded synthetic bars (8 days, one symbol: ``predict`` forecasts one window) in a
-temporary folder; ``--quick`` times each command once (smoke test). The help texts import
-neither torch nor scipy nor matplotlib (``tests/cli/test_startup.py``); ``predict`` imports
-torch, which is most of its time. A busy machine slows every row: the last line says how many
-cores other processes kept busy meanwhile.
+temporary folder, in this process; ``--quick`` times each command once (smoke test). The
+help texts import neither torch nor scipy nor matplotlib (``tests/cli/test_startup.py``);
+``predict`` imports torch, which is most of its time. A busy machine slows every row: the
+last line says how many cores other processes kept busy meanwhile.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import resource
 import statistics
@@ -51,16 +53,18 @@ def timed(command: list[str]) -> tuple[float, float]:
 
 def tiny_run(folder: Path) -> tuple[Path, Path]:
     """A tiny run trained with ``foxhunt train`` on 8 days of seeded synthetic bars, and the
-    bars (one symbol: ``predict`` forecasts one window)."""
-    from foxhunt.data import generate_bars  # numpy and pandas, not torch
+    bars (one symbol: ``predict`` forecasts one window). Trained in this process: what is
+    timed runs in fresh ones."""
+    from foxhunt.cli import main as cli_main
+    from foxhunt.data import generate_bars
 
     data = folder / "bars.parquet"
     generate_bars(days=8, seed=1).to_parquet(data)
     run = folder / "run"
-    command = foxhunt("train", "--parquet-file", str(data), *TINY, "--output-dir", str(run))
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SystemExit(f"foxhunt train exited {done.returncode}: {done.stderr}")
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = cli_main(["train", "--parquet-file", str(data), *TINY, "--output-dir", str(run)])
+    if code != 0:
+        raise SystemExit(f"foxhunt train exited {code}")
     return run, data
 
 
