@@ -120,9 +120,6 @@ class WindowDataset(Dataset[TFTBatch]):
         """Times of the H bars forecast from anchor row `anchor` (rows anchor+1 .. anchor+H)."""
         return self.timestamps[int(anchor) + 1 : int(anchor) + 1 + self.horizon]
 
-    def symbol_for(self, anchor: int) -> str:
-        return self.symbols[int(self.symbol_codes[int(anchor)])]
-
 
 def collate_windows(batch: TFTBatch) -> TFTBatch:
     """The dataset gathers whole batches in `__getitems__`; nothing is left to collate."""
