@@ -19,7 +19,8 @@ from torch import Tensor, nn
 
 from _bench_config import ModelShape
 from _bench_quiet import cpu_sample, machine_busy_cores
-from foxhunt import TemporalFusionTransformer, TFTBatch, quantile_loss
+from foxhunt import TFTBatch, apply_model_transforms, quantile_loss
+from foxhunt.model.factory import DEFAULT_MODEL, build_model
 
 # --------------------------------------------------------------------------- synthetic data
 
@@ -129,7 +130,10 @@ class FoxhuntRunner:
     def __init__(self, shape: ModelShape, seed: int) -> None:
         torch.manual_seed(seed)
         self.config = shape.foxhunt_config()
-        self.model: nn.Module = TemporalFusionTransformer(self.config)
+        # the model a run trains: built and transformed as the job does
+        self.model: nn.Module = apply_model_transforms(
+            build_model(DEFAULT_MODEL, self.config), self.config
+        )
 
     def prepare(self, batch: SyntheticBatch) -> object:
         return batch.foxhunt()

@@ -20,6 +20,8 @@ from torch import Tensor
 from _gpu_sizes import Sizes
 from foxhunt.bench.memory import random_batch
 from foxhunt.memory.profiler import MemoryProfiler
+from foxhunt.model.config import TFTConfig
+from foxhunt.model.factory import DEFAULT_MODEL, build_model
 from foxhunt.model.reference import (
     ReferenceVariableSelectionNetwork,
     copy_fast_to_reference,
@@ -28,6 +30,7 @@ from foxhunt.model.reference import (
 from foxhunt.model.tft import TemporalFusionTransformer
 from foxhunt.model.variable_selection import VariableSelectionNetwork
 from foxhunt.task import batch_loss
+from foxhunt.transforms import apply_model_transforms
 
 MiB = 1 << 20
 
@@ -45,12 +48,17 @@ def _timed(fn: Callable[[], Any], device: torch.device) -> tuple[float, Any]:
     return time.perf_counter() - start, out
 
 
+def _build(cfg: TFTConfig) -> TemporalFusionTransformer:
+    """The model a run trains from ``cfg``: built and transformed as the job does."""
+    return apply_model_transforms(build_model(DEFAULT_MODEL, cfg), cfg)
+
+
 def amp_bf16(sizes: Sizes, device: torch.device) -> dict[str, Any]:
     """fp32 vs bf16 autocast: two copies of one model trained on the same batches with the
     same dropout masks, steps interleaved (ABBA) so that drift hits both alike."""
     cfg = sizes.amp_config
     torch.manual_seed(0)
-    base = TemporalFusionTransformer(cfg).to(device).train()
+    base = _build(cfg).to(device).train()
     total = sizes.amp_warmup + sizes.amp_steps
     batches = [random_batch(cfg, sizes.amp_batch, seed=i, device=device) for i in range(total)]
     probe = copy.deepcopy(base)  # a bf16 step on a throwaway copy: some CPUs cannot run it
@@ -210,7 +218,7 @@ def profiler(sizes: Sizes, device: torch.device) -> dict[str, Any]:
     planted leak (a tensor kept alive per step); only the leaky run may warn."""
     cfg = sizes.amp_config
     torch.manual_seed(0)
-    model = TemporalFusionTransformer(cfg).to(device).train()
+    model = _build(cfg).to(device).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     batch = random_batch(cfg, sizes.amp_batch, device=device)
 

@@ -33,10 +33,11 @@ import torch
 from foxhunt.data import DataConfig, make_loader, prepare_data
 from foxhunt.jobs.train import fit_model_config
 from foxhunt.model.config import TFTConfig
-from foxhunt.model.tft import TemporalFusionTransformer
+from foxhunt.model.factory import DEFAULT_MODEL, build_model
 from foxhunt.training.config import TrainingConfig
 from foxhunt.training.distributed import barrier, init_distributed, shutdown_distributed
 from foxhunt.training.trainer import Trainer
+from foxhunt.transforms import apply_model_transforms
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,7 +82,7 @@ def build_trainer(bench: Bench, rank: int, world_size: int) -> Trainer:
     training = TrainingConfig(batch_size=bench.batch_size, device="cpu", seed=0)
     torch.manual_seed(training.seed)
     return Trainer(
-        TemporalFusionTransformer(model_config),
+        apply_model_transforms(build_model(DEFAULT_MODEL, model_config), model_config),
         training,
         train_set=data.train,
         val_set=data.validation,

@@ -1,28 +1,35 @@
 """Time one training step of the TFT at the CPU reference config.
 
-forward + quantile_loss (7 quantiles) + backward + Adam step; batch 32, lookback 64,
-horizon 8, hidden 64, variable_hidden_size 16, 4 heads, 220 past / 10 future / 5 static.
+forward + quantile loss (7 quantiles, ``foxhunt.task.batch_loss`` as the trainer takes it) +
+backward + Adam step; batch 32, lookback 64, horizon 8, hidden 64, variable_hidden_size 16,
+4 heads, 220 past / 10 future / 5 static, the default output head ("baseline"). The model is
+built as a run builds it (``build_model`` + ``apply_model_transforms``).
 
     .venv/bin/python benchmarks/model_step.py [--steps 10] [--threads 2] [--profile]
-        [--compare-reference]
+        [--compare-reference] [--quick]
 
 ``--compare-reference`` also times, interleaved step by step, the same model whose variable
 selection networks are the plain per-variable ``reference.py`` version: a like-for-like
-ratio even when other jobs share the machine.
+ratio even when other jobs share the machine. ``--quick`` steps a tiny model twice at batch 4
+(the smoke test, tests/benchmarks/test_model_step_smoke.py; its timings mean nothing).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import time
 from collections.abc import Callable
 
 import torch
 
-from foxhunt import TemporalFusionTransformer, TFTBatch, TFTConfig, quantile_loss
+from foxhunt import TemporalFusionTransformer, TFTBatch, TFTConfig, apply_model_transforms
+from foxhunt.bench.memory import random_batch
+from foxhunt.model.factory import DEFAULT_MODEL, build_model
 from foxhunt.model.reference import ReferenceVariableSelectionNetwork, copy_fast_to_reference
 from foxhunt.model.variable_selection import VariableSelectionNetwork
+from foxhunt.task import batch_loss
 
 REFERENCE = TFTConfig(
     num_static=5,
@@ -36,16 +43,15 @@ REFERENCE = TFTConfig(
     quantiles=(0.02, 0.1, 0.25, 0.5, 0.75, 0.9, 0.98),
     dropout=0.1,
 )
+#: ``--quick``: the same kinds of inputs and head at a size that steps in milliseconds
+QUICK = dataclasses.replace(
+    REFERENCE, num_past=6, num_future=2, hidden_size=8, variable_hidden_size=4, lookback=8
+)
 
 
-def make_batch(cfg: TFTConfig, batch_size: int) -> TFTBatch:
-    g = torch.Generator().manual_seed(0)
-    return TFTBatch(
-        static=torch.randn(batch_size, cfg.num_static, generator=g),
-        past=torch.randn(batch_size, cfg.lookback, cfg.num_past, generator=g),
-        future=torch.randn(batch_size, cfg.horizon, cfg.num_future, generator=g),
-        target=torch.randn(batch_size, cfg.horizon, generator=g),
-    )
+def build(cfg: TFTConfig) -> TemporalFusionTransformer:
+    """The model a run trains from ``cfg``: built, then its transforms applied."""
+    return apply_model_transforms(build_model(DEFAULT_MODEL, cfg), cfg)
 
 
 def with_reference_vsns(model: TemporalFusionTransformer) -> TemporalFusionTransformer:
@@ -61,7 +67,7 @@ def with_reference_vsns(model: TemporalFusionTransformer) -> TemporalFusionTrans
         "past_vsn": (cfg.num_past, (), cfg.hidden_size),
         "future_vsn": (cfg.num_future, (), cfg.hidden_size),
     }
-    clone = TemporalFusionTransformer(cfg)
+    clone = build_model(DEFAULT_MODEL, cfg)
     clone.load_state_dict(model.state_dict())
     for name, (n, cards, context) in specs.items():
         fast = getattr(clone, name)
@@ -69,10 +75,10 @@ def with_reference_vsns(model: TemporalFusionTransformer) -> TemporalFusionTrans
             ref = ReferenceVariableSelectionNetwork(n, cards, context_size=context, **kwargs)
             copy_fast_to_reference(fast, ref)
             setattr(clone, name, ref)
-    return clone
+    return apply_model_transforms(clone, cfg)  # after the swap: it may wrap the new segments
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--steps", type=int, default=10)
@@ -80,26 +86,23 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--profile", action="store_true", help="print a torch.profiler table")
     parser.add_argument("--compare-reference", action="store_true")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--quick", action="store_true", help="a tiny model, batch 4, 2 steps: a smoke test"
+    )
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.batch_size, args.steps, args.warmup = 4, 2, 0
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    cfg = REFERENCE
-    batch = make_batch(cfg, args.batch_size)
-    model = TemporalFusionTransformer(cfg).train()
+    cfg = QUICK if args.quick else REFERENCE
+    batch = random_batch(cfg, args.batch_size)
+    model = build(cfg).train()
     models = {"fused": model}
     if args.compare_reference:
         models["reference"] = with_reference_vsns(model).train()
     steps = {name: make_step(m, batch, cfg) for name, m in models.items()}
-    times: dict[str, list[float]] = {name: [] for name in models}
-    for _ in range(args.warmup):
-        for step in steps.values():
-            step()
-    for _ in range(args.steps):
-        for name, step in steps.items():
-            start = time.perf_counter()
-            step()
-            times[name].append(time.perf_counter() - start)
+    times = time_steps(steps, args.warmup, args.steps)
 
     params = sum(p.numel() for p in model.parameters())
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, batch {args.batch_size}")
@@ -122,18 +125,31 @@ def main() -> None:
         print(table.table(sort_by="self_cpu_time_total", row_limit=30, max_name_column_width=40))
 
 
+def time_steps(
+    steps: dict[str, Callable[[], float]], warmup: int, timed: int
+) -> dict[str, list[float]]:
+    """Seconds of each timed step per model, the models interleaved step by step."""
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    for _ in range(warmup):
+        for step in steps.values():
+            step()
+    for _ in range(timed):
+        for name, step in steps.items():
+            start = time.perf_counter()
+            step()
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
 def make_step(
     model: TemporalFusionTransformer, batch: TFTBatch, cfg: TFTConfig
 ) -> Callable[[], float]:
-    """One training step: forward, 7-quantile loss, backward, Adam."""
+    """One training step: forward, quantile loss, backward, Adam."""
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    assert batch.target is not None
-    target = batch.target
 
     def step() -> float:
         optimizer.zero_grad(set_to_none=True)
-        out = model(batch)
-        loss = quantile_loss(out.quantiles, target, cfg.quantiles)
+        loss = batch_loss(model, batch, cfg.quantiles)
         loss.backward()
         optimizer.step()
         return loss.item()

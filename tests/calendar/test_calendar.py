@@ -9,8 +9,8 @@ import pytest
 
 from foxhunt.config_fields import with_legacy_values
 from foxhunt.data import DataConfig, Preprocessor, latest_windows, prepare_data
-from foxhunt.data.calendar import CME_EQUITY, load_sessions, symbol_root
-from foxhunt.data.calendar_setting import infer_calendar
+from foxhunt.data.calendar import AUTO, CME_EQUITY, load_sessions, symbol_root
+from foxhunt.data.calendar_setting import resolve_calendar
 from foxhunt.errors import ConfigError
 from helpers import calendar_bars
 
@@ -47,9 +47,9 @@ def test_the_cme_equity_calendar_of_2026() -> None:
 
 def test_calendar_inferred_from_symbols(caplog: pytest.LogCaptureFixture) -> None:
     assert symbol_root("ESM6") == "ES" and symbol_root("MES") == "MES"
-    assert infer_calendar(["ES", "NQZ25"], "f") == CME_EQUITY
-    assert infer_calendar(["CL"], "f") == "CMEGlobex_Crude"
-    assert infer_calendar(["XYZ"], "f") is None
+    assert resolve_calendar(AUTO, ["ES", "NQZ25"], "f") == CME_EQUITY
+    assert resolve_calendar(AUTO, ["CL"], "f") == "CMEGlobex_Crude"
+    assert resolve_calendar(AUTO, ["XYZ"], "f") is None
     assert "pass --calendar NAME" in caplog.text
     with pytest.raises(ConfigError, match="not a known exchange calendar"):
         DataConfig(calendar="CME Nowhere")

@@ -96,8 +96,8 @@ def test_multiple_symbols_never_mix(synthetic: PreparedData) -> None:
         assert (codes == codes[:, :1]).all()
         batch = ds.__getitems__(list(range(len(ds))))
         assert torch.equal(batch.static_categorical[:, 0], ds.symbol_codes[ds.anchors])
-    frame = synthetic.train.anchor_frame(synthetic.train.anchors)
-    assert set(frame["symbol"]) == {"ES", "NQ"}
+    train = synthetic.train
+    assert {train.symbols[c] for c in train.symbol_codes[train.anchors].tolist()} == {"ES", "NQ"}
 
 
 def test_scalers_use_train_rows_only(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from ddp_harness import TINY_TRAINING, FirstStepGrads, tiny_trainer
 from foxhunt.batch import TFTBatch
 from foxhunt.training.distributed import init_distributed, shutdown_distributed
 from foxhunt.training.trainer import Trainer
+from foxhunt.transforms import checkpointed_segments
 from helpers import tiny_data, weights
 
 
@@ -54,6 +55,7 @@ def fit_worker(
             "steps": trainer.state.global_step,
             "params_without_grad": missing,
             "ddp": type(trainer.train_model).__name__,
+            "checkpointed": checkpointed_segments(trainer.model),
         },
         out_dir / f"rank{rank}.pt",
     )

@@ -12,8 +12,10 @@ from torch import Tensor, nn
 from foxhunt import TemporalFusionTransformer, TFTConfig
 from foxhunt.data import PreparedData
 from foxhunt.quant import QATConfig, prepare_qat, schedule_of
-from foxhunt.quant.fake import fake_quantizers
+from foxhunt.quant.fake import ActivationQuant, WeightQuant, fake_quantizers
+from foxhunt.quant.linear import FakeQuantLinear
 from foxhunt.quant.schedule import observers_paused
+from foxhunt.quant.weights import ChannelFakeQuant, int8_of, original_of, to_channels
 from foxhunt.transforms.checkpointing import apply_checkpointing
 
 
@@ -60,17 +62,52 @@ def test_eval_and_paused_passes_do_not_observe(model_config: TFTConfig, data: Pr
     assert int(schedule_of(model).steps) == 1  # type: ignore[union-attr]
 
 
+def initial_weight_grids(model: nn.Module) -> list[tuple[WeightQuant, Tensor]]:
+    """Each weight quantizer of ``model`` with the per-channel scales of its weight as it is
+    now (the grid a first observation of that weight gives)."""
+    found = []
+    for module in model.modules():
+        if isinstance(module, FakeQuantLinear):
+            found.append((module.weight_quant, module.linear.weight))
+        for tensor in list(getattr(module, "parametrizations", {})):
+            fake_quant = int8_of(module, tensor)
+            if isinstance(fake_quant, ChannelFakeQuant):
+                weight = to_channels(original_of(module, tensor), fake_quant.channel_dims)
+                found.append((fake_quant.fake_quant, weight))
+    grids = []
+    for quantizer, weight in found:
+        fresh = WeightQuant()
+        fresh.observe(weight)
+        grids.append((quantizer, fresh.scale))
+    return grids
+
+
+@pytest.mark.parametrize("before", ["evaluation", "paused measurement"])
 def test_passes_before_the_first_training_step_quantize_weights(
-    model_config: TFTConfig, data: PreparedData
+    model_config: TFTConfig, data: PreparedData, before: str
 ) -> None:
     """Weight grids come from the initial weights: evaluation (or a paused measurement)
-    before any training step runs on them."""
-    model = prepare_qat(TemporalFusionTransformer(model_config))
+    before any training step runs on them, and moves no activation range."""
+    torch.manual_seed(0)
+    float_model = TemporalFusionTransformer(model_config).eval()
+    model = prepare_qat(copy.deepcopy(float_model))  # the same weights, fake-quantized
+    grids = initial_weight_grids(model)
+    assert len(grids) > 10  # the Linear layers, the LSTM gates, the per-variable GRNs
     batch = next(batches(data))
+    if before == "evaluation":
+        with torch.no_grad():
+            quantized = model.eval()(batch).past_weights
+    else:
+        with observers_paused(model):
+            loss_of(model.train(), batch, model_config).backward()
+        with torch.no_grad(), observers_paused(model):
+            quantized = model.eval()(batch).past_weights
+    for quantizer, scale in grids:
+        torch.testing.assert_close(quantizer.scale, scale, rtol=0, atol=0)
+    assert not any(fq.observed for fq in fake_quantizers(model) if isinstance(fq, ActivationQuant))
     with torch.no_grad():
-        model.eval()(batch)
-    with observers_paused(model):
-        loss_of(model.train(), batch, model_config).backward()
+        plain = float_model(batch).past_weights  # (the head starts at zero: not the forecast)
+    assert not torch.equal(quantized, plain)  # the pass ran on the quantized weights
     assert int(schedule_of(model).steps) == 0  # type: ignore[union-attr]
 
 

@@ -144,11 +144,25 @@ def test_a_run_saved_before_identities_resumes_saying_the_data_is_unchecked(
     assert identity["data"]  # a fresh identity with this file's fingerprint, saved by the job
 
 
+def epoch_records(run: Path) -> list[dict]:
+    lines = (run / "history.jsonl").read_text().splitlines()
+    return [r for r in map(json.loads, lines) if r["event"] == "epoch"]
+
+
 def test_resume_from_a_step(finished: Path, bars_file: Path) -> None:
+    """The run (3 steps, checkpoints at step 2 and at the epoch's end, step 3) continues from
+    step 2, not from its last checkpoint: epoch 1 ends again, with the same losses."""
     args = ["train", "--parquet-file", bars_file, *SMALL, "--epochs", "2", "--resume", finished]
     refused([*args, "--resume-from", "7"], "--resume-from 7", "steps [")
+    first = epoch_records(finished)
+    assert [r["epoch"] for r in first] == [0]
     code, err = cli([*args, "--resume-from", "2"])
     assert code == 0, err
+    assert "step-000000002: epoch 1, batch 2, step 2" in err  # the INFO line naming it
+    resumed = epoch_records(finished)[len(first) :]
+    assert [r["epoch"] for r in resumed] == [0, 1]  # from the last checkpoint: [1] only
+    for key in ("train_loss", "val_loss"):
+        assert resumed[0][key] == pytest.approx(first[0][key], rel=1e-6), key
 
 
 def test_no_checkpoint_names_the_folder_and_the_next_step(finished: Path, bars_file: Path) -> None:

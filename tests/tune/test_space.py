@@ -9,13 +9,20 @@ import pytest
 import yaml
 
 from foxhunt.cli import main
-from foxhunt.errors import ConfigError
+from foxhunt.cli.resolve import resolve
+from foxhunt.cli.train_config import run_config
+from foxhunt.cli.tune import tune_command
+from foxhunt.errors import ConfigError, UsageError
 from foxhunt.runs import RunConfig
-from foxhunt.tune import apply, parse_space, read_config_yaml, read_space
-from foxhunt.tune.sections import config_from_mapping
+from foxhunt.tune import apply, parse_space, read_space
 from helpers import TINY_CLI, tiny_run
 
 BASE = tiny_run()
+
+
+def base_config(path: Path) -> RunConfig:
+    """The base config of ``foxhunt tune --config PATH``, read as the command reads it."""
+    return run_config(resolve(tune_command(), ["--config", str(path)])[1])
 
 
 def test_ranges_and_choices_take_their_fields_types(tmp_path: Path) -> None:
@@ -91,27 +98,29 @@ def test_missing_optuna_is_one_line(
 def test_base_config_yaml_takes_defaults_for_what_it_leaves_out(tmp_path: Path) -> None:
     path = tmp_path / "base.yaml"
     path.write_text("data: {synthetic_days: 8, lookback: 16}\ntraining: {lr: 1e-3, epochs: 2}\n")
-    config = read_config_yaml(path)
+    config = base_config(path)
     assert config.training.lr == 1e-3 and config.training.epochs == 2
     assert config.training.validate_initial  # today's default, not a saved run's value-then
     assert config.data.lookback == 16 and config.model.lookback is None  # from the data
     full = BASE.to_dict()  # a run's whole config (best.yaml's format) reads back equal
     path.write_text(yaml.safe_dump(full))
-    assert read_config_yaml(path) == RunConfig.from_dict(full)
+    assert base_config(path) == RunConfig.from_dict(full)
 
 
 @pytest.mark.parametrize(
     ("raw", "named"),
     [
         ({"training": {"lrr": 1}}, "lrr"),
-        ({"optimizer": {}}, "optimizer"),
+        ({"optimizer": {"lr": 1}}, "optimizer"),
         ({"training": {"epochs": 0}}, "training.epochs"),
         ({"training": {"lr": "fast"}}, "training.lr"),
     ],
 )
-def test_a_bad_base_config_names_the_field(raw: dict, named: str) -> None:
-    with pytest.raises(ConfigError, match=named.replace(".", r"\.")):
-        config_from_mapping(raw, "base.yaml")
+def test_a_bad_base_config_names_the_field(tmp_path: Path, raw: dict, named: str) -> None:
+    path = tmp_path / "base.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    with pytest.raises(UsageError, match=named.replace(".", r"\.")):
+        base_config(path)
 
 
 def test_flags_override_the_base_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,9 +12,12 @@ import yaml
 from optuna.trial import TrialState
 
 from foxhunt.cli import main
+from foxhunt.cli.resolve import resolve
+from foxhunt.cli.train_config import run_config
+from foxhunt.cli.tune import tune_command
 from foxhunt.model.config import DATA_FIELDS
 from foxhunt.runs import RunConfig
-from foxhunt.tune import BEST_FILE, TuneConfig, open_study, read_config_yaml
+from foxhunt.tune import BEST_FILE, TuneConfig, open_study
 from foxhunt.tune.report import HISTORY_PLOT, IMPORTANCE_PLOT, TRIALS_FILE
 from helpers import TINY_CLI, tiny_job
 
@@ -62,7 +65,8 @@ def test_a_study_keeps_the_best_trial_and_writes_its_config(
     assert result.metrics["training"]["best_val_loss"] == pytest.approx(best.value, rel=1e-6)
     # --config takes it, the model's data-derived fields set aside (the job fills them again)
     unfitted = replace(config, model=replace(config.model, **dict.fromkeys(DATA_FIELDS)))
-    assert read_config_yaml(tmp_path / "retrained" / "config.json") == unfitted
+    retrained = tmp_path / "retrained" / "config.json"
+    assert run_config(resolve(tune_command(), ["--config", str(retrained)])[1]) == unfitted
 
 
 def test_running_again_continues_the_study(

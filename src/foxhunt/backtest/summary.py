@@ -25,8 +25,6 @@ from foxhunt.backtest.stats import block_bootstrap, deflated_sharpe_of, sharpe
 if TYPE_CHECKING:
     from foxhunt.backtest.config import BacktestConfig
 
-SIGNAL_KEYS = ("net_pnl", "gross_pnl", "sharpe", "turnover", "max_drawdown")
-
 
 def origin_closes(w: Windows, closes: pd.Series) -> np.ndarray:
     """[W] the close at each window's origin bar."""

@@ -21,12 +21,6 @@ from foxhunt.errors import ConfigError
 log = logging.getLogger("foxhunt.data")
 
 
-def infer_calendar(symbols: Iterable[str], source: str) -> str | None:
-    """The calendar every symbol maps to, or None (with a warning saying how to set one)."""
-    found = resolve_calendar(AUTO, symbols, source)
-    return found if isinstance(found, str) else None
-
-
 def parse_calendar(setting: str | Mapping[str, str], what: str = "DataConfig.calendar") -> str:
     """A calendar setting checked and in its canonical text: "auto", "none", a name, or a
     per-symbol mapping (a dict, or "ES=CME Globex Equity,CL=CMEGlobex_Crude") as sorted

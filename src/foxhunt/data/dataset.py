@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
-import numpy as np
 import pandas as pd
 import torch
 from torch import Tensor
@@ -110,18 +109,9 @@ class WindowDataset(Dataset[TFTBatch]):
             vol_signal=signal,  # [B, 1]
         )
 
-    def anchor_frame(self, anchors: Tensor | np.ndarray | Sequence[int]) -> pd.DataFrame:
-        """Time and symbol of the last observed bar of each window's anchor row."""
-        rows = np.asarray(anchors, dtype=np.int64)
-        names = np.asarray(self.symbols, dtype=object)[self.symbol_codes.numpy()[rows]]
-        return pd.DataFrame({"timestamp": self.timestamps[rows], "symbol": names})
-
     def timestamps_for(self, anchor: int) -> pd.DatetimeIndex:
         """Times of the H bars forecast from anchor row `anchor` (rows anchor+1 .. anchor+H)."""
         return self.timestamps[int(anchor) + 1 : int(anchor) + 1 + self.horizon]
-
-    def symbol_for(self, anchor: int) -> str:
-        return self.symbols[int(self.symbol_codes[int(anchor)])]
 
 
 def collate_windows(batch: TFTBatch) -> TFTBatch:

@@ -33,7 +33,7 @@ import torch
 from torch import Tensor, nn
 
 from foxhunt.batch import TFTBatch
-from foxhunt.memory.budget import CostTable, MemoryPlan, SegmentCost, Working, plan_memory
+from foxhunt.memory.budget import CostTable, MemoryPlan, SegmentCost, Working
 from foxhunt.memory.moments import (
     FORWARD,
     LossFn,
@@ -223,20 +223,6 @@ def _runtime_bytes(model: nn.Module, batch: TFTBatch) -> float:
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-
-
-def plan_for_batch(
-    model: nn.Module,
-    batch: TFTBatch,
-    loss: BatchLoss,
-    *,
-    budget_bytes: float,
-    probe_size: int | None = None,
-) -> tuple[MemoryPlan, CostTable]:
-    """Probe on the first ``probe_size`` samples of ``batch`` and plan for all of it."""
-    probe = batch if probe_size is None else batch.slice(0, min(probe_size, batch.batch_size))
-    table = measure_costs(model, probe, loss)
-    return plan_memory(table, budget_bytes=budget_bytes, batch_size=batch.batch_size), table
 
 
 def apply_plan(model: nn.Module, plan: MemoryPlan) -> int | None:

@@ -9,8 +9,6 @@ largest RSS seen by this profiler (and the OS high-water mark).
 from __future__ import annotations
 
 import logging
-import resource
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -49,11 +47,6 @@ def _nvml_total_mb(index: int) -> float | None:
         return float(pynvml.nvmlDeviceGetMemoryInfo(handle).total) / MB
     except pynvml.NVMLError:
         return None
-
-
-def _os_peak_rss_mb() -> float:
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
-    return peak / MB if sys.platform == "darwin" else peak / 1024
 
 
 class MemoryBackend:

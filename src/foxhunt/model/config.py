@@ -9,8 +9,10 @@ from typing import Any, Literal, NamedTuple, get_args
 from foxhunt.config_fields import check_known_fields, with_legacy_values
 from foxhunt.errors import ConfigError
 
-#: Top-level segments of :class:`~foxhunt.model.tft.TemporalFusionTransformer`, in forward
-#: order; the names an activation-checkpointing policy may list.
+#: Top-level segments of :class:`~foxhunt.model.tft.TemporalFusionTransformer`: the names an
+#: activation-checkpointing policy may list. In the order the model builds them (its
+#: ``named_children`` order), not quite forward order: forward runs ``static_encoders``
+#: right after ``static_vsn``, before ``past_vsn``.
 Segment = Literal[
     "static_vsn",
     "past_vsn",

@@ -12,7 +12,6 @@ from foxhunt.model.factory import DEFAULT_MODEL, build_model
 
 # fp32 weights, gradients and AdamW's two moments; activations come on top
 TRAIN_BYTES_PER_PARAMETER = 16
-LOAD_BYTES_PER_PARAMETER = 4
 
 
 def parameter_count(config: TFTConfig, model_class: str = DEFAULT_MODEL) -> int:

@@ -1,5 +1,10 @@
-"""Quantization of the TFT as transforms: QAT (``prepare_qat`` / ``convert``), post-training
-dynamic int8 (``quantize_dynamic``), and int8 exports. See docs/QAT_GUIDE.md."""
+"""Quantization of the TFT as transforms: QAT (``prepare_qat`` / ``convert``) and
+post-training dynamic int8 (``quantize_dynamic``), on foxhunt's own fake quantizers
+(``fake.py``, ``linear.py``, ``weights.py``; no torch.ao), the observer warm-up
+(``schedule.py``), the int8 model as tensors (``serialize.py``), the int8 kernel
+(``kernel.py``) and the loading of QAT runs saved under torch.ao's names (``migrate.py``).
+The int8 export of a run folder is not here: ``foxhunt.exports.int8`` (it reads run folders,
+a layer above). See docs/QAT_GUIDE.md."""
 
 from __future__ import annotations
 

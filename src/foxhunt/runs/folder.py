@@ -116,10 +116,6 @@ class RunFolder:
         self._folder_lock = FolderLock(self.final)
         self._staging: Path | None = None
 
-    @property
-    def lock_path(self) -> Path:
-        return self._folder_lock.path
-
     def __enter__(self) -> RunFolder:
         check_output_path(self.final)
         self.final.parent.mkdir(parents=True, exist_ok=True)

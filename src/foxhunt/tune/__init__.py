@@ -9,7 +9,6 @@ A door-level package: it runs jobs and backtests, so only the CLI imports it. Ne
 from foxhunt.tune.config import TuneConfig
 from foxhunt.tune.objective import trial_dir
 from foxhunt.tune.report import BEST_FILE, best_of
-from foxhunt.tune.sections import read_config_yaml
 from foxhunt.tune.space import Param, apply, parse_space, read_space
 from foxhunt.tune.study import open_study, run_study, storage_url
 
@@ -21,7 +20,6 @@ __all__ = [
     "best_of",
     "open_study",
     "parse_space",
-    "read_config_yaml",
     "read_space",
     "run_study",
     "storage_url",

@@ -23,15 +23,8 @@ import optuna
 
 from foxhunt.errors import ConfigError
 from foxhunt.runs import RunConfig
-from foxhunt.tune.sections import (
-    DATA_DERIVED,
-    SECTIONS,
-    coerce,
-    field_types,
-    load_yaml,
-    read_yaml_text,
-    with_data,
-)
+from foxhunt.storage.bounded_yaml import load_yaml, read_yaml_text
+from foxhunt.tune.sections import DATA_DERIVED, SECTIONS, coerce, field_types, with_data
 
 RANGE_KEYS = {"low", "high", "log", "step"}
 SCALARS = (bool, int, float, str, type(None))
