@@ -47,7 +47,7 @@ INPUT_LISTENERS: list[InputsListener] = []
 
 
 def resolve_policy(policy: Policy) -> tuple[str, ...]:
-    """``"none"`` -> (), ``"full"`` -> every segment, names -> those names in forward order."""
+    """``"none"`` -> (), ``"full"`` -> every segment, names -> those names in ``SEGMENTS`` (build) order."""
     if isinstance(policy, str):
         if policy == "none":
             return ()
@@ -69,7 +69,7 @@ def resolve_policy(policy: Policy) -> tuple[str, ...]:
 def apply_checkpointing(
     model: nn.Module, policy: Policy, *, preserve_rng_state: bool = True
 ) -> list[str]:
-    """Checkpoint exactly the segments ``policy`` names; return their names in forward order.
+    """Checkpoint exactly the segments ``policy`` names; return their names in ``SEGMENTS`` (build) order.
 
     Idempotent: any earlier checkpointing is removed first, so applying a policy twice, or
     ``"full"`` then ``("past_vsn",)``, leaves exactly the last policy in place.
@@ -98,7 +98,7 @@ def remove_checkpointing(model: nn.Module) -> list[str]:
 
 
 def checkpointed_segments(model: nn.Module) -> list[str]:
-    """Names of the segments of ``model`` that are checkpointed now, in forward order."""
+    """Names of the segments of ``model`` that are checkpointed now, in ``SEGMENTS`` (build) order."""
     return [
         name
         for name, module in model.named_children()
