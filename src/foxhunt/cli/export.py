@@ -145,6 +145,38 @@ def held_export(folder: Path) -> tuple[str | None, str | None]:
     return str(kind), _source(Path(source)) if isinstance(source, str) else None
 
 
+def check_calibration_bars(run_dir: Path) -> None:
+    """An FP32 run's int8 scales are calibrated on its training bars, read again from the
+    path config.json names: a file changed since was used without a word."""
+    import logging
+
+    from foxhunt.errors import DataError
+    from foxhunt.runs import read_identity, read_qat_state, read_run_config
+    from foxhunt.runs.files import is_export, is_onnx_export
+    from foxhunt.runs.identity import fingerprint
+
+    if is_export(run_dir) or is_onnx_export(run_dir) or read_qat_state(run_dir) is not None:
+        return  # the export refuses an export; a QAT run's scales are its own: no bars read
+    path = read_run_config(run_dir).data.path
+    identity = read_identity(run_dir)
+    if path is None or not Path(path).exists():
+        return  # the export says what is missing
+    if identity is None:
+        logging.getLogger("foxhunt.export").warning(
+            "%s has no identity.json (saved before runs had one): the calibration bars %s "
+            "cannot be checked against those it was trained on",
+            run_dir,
+            path,
+        )
+        return
+    if fingerprint(Path(path)) != identity["data"]:
+        raise DataError(
+            f"{path} is not the data {run_dir} was trained on (its size or content changed): "
+            "calibrating the int8 export on it would give scales for other bars; put the "
+            "training bars back at that path, or train with --qat"
+        )
+
+
 def _source(run_dir: Path) -> str:
     return str(Path(run_dir).resolve())
 
@@ -180,6 +212,7 @@ def _onnx(args: argparse.Namespace, workdir: Path, output: Path, *, int8: bool) 
 
     opset = args.opset or DEFAULT_OPSET
     if int8:
+        check_calibration_bars(args.run_dir)
         spec = export_onnx_int8(args.run_dir, workdir, opset=opset)
         how = spec["quantization"]["method"]
         what = f"int8 QDQ from {'the QAT scales' if how == 'qat' else 'calibration'}"
