@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from foxhunt.cli.export import check_calibration_bars
@@ -95,3 +97,53 @@ def test_a_failed_trial_says_why(tmp_path: Path, bars_file: Path) -> None:
     tune = ["tune", "--parquet-file", bars_file, *SMALL[:-1], "--space", space, "--trials", "1"]
     line = refused([*tune, "--output-dir", tmp_path / "t"], "trials in a row", "must divide")
     assert "see the log above" not in line
+
+
+@pytest.mark.parametrize("module", ["onnx", "onnxscript", "onnxruntime"])
+def test_export_onnx_without_the_extra_names_it(
+    tmp_path: Path, finished: Path, module: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`export --onnx` without the onnx extra was an internal error."""
+    monkeypatch.setitem(sys.modules, module, None)  # `import module` raises ImportError
+    out = tmp_path / "onnx"
+    refused(["export", finished, "--onnx", "--output", out], module, "pip install 'foxhunt[onnx]'")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("frame_change", "flags", "says"),
+    [
+        ("null symbols", [], ["'symbol'", "row 3"]),
+        ("", ["--timestamp-column", "close"], ["--timestamp-column close", "price"]),
+        ("second time column", ["--timestamp-column", "time"], ["'time'", "'timestamp'"]),
+    ],
+)
+def test_inspect_names_what_is_wrong(
+    tmp_path: Path, bars_file: Path, frame_change: str, flags: list[str], says: list[str]
+) -> None:
+    """`inspect` on a file whose symbol column holds nulls, and `inspect FILE
+    --timestamp-column close`: internal errors."""
+    frame = pd.read_parquet(bars_file)
+    if frame_change == "null symbols":
+        frame["symbol"] = pd.Series(["ES"] * len(frame), dtype="string")
+        frame.loc[frame.index[3:6], "symbol"] = None
+    elif frame_change == "second time column":
+        frame["time"] = frame["timestamp"]
+    path = tmp_path / "bars.parquet"
+    frame.to_parquet(path)
+    refused(["inspect", path, *flags], str(path), *says)
+    refused(["train", "--parquet-file", path, *SMALL, "--output-dir", tmp_path / "r", *flags])
+
+
+@pytest.mark.parametrize(("column", "factor"), [("open", 1.01), ("close", 0.99)])
+def test_a_bar_whose_open_or_close_lies_outside_its_range_is_refused(
+    tmp_path: Path, bars_file: Path, column: str, factor: float
+) -> None:
+    """Asked in issue 16: only high < low was checked."""
+    frame = pd.read_parquet(bars_file)
+    row = 17
+    edge = "high" if factor > 1 else "low"
+    frame.loc[frame.index[row], column] = frame[edge].iloc[row] * factor
+    path = tmp_path / "bars.parquet"
+    frame.to_parquet(path)
+    refused(["inspect", path], str(path), repr(column), f"row {row}", "[low, high]")

@@ -55,6 +55,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from foxhunt.errors import FoxhuntError
+    from foxhunt.exports.deps import require_onnx
     from foxhunt.exports.int8 import export_run
     from foxhunt.runs import EXPORT_DIRS
 
@@ -62,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
         if args.mode == "dynamic":
             raise FoxhuntError("--dynamic does not go with --onnx: use --onnx --int8")
         kind = "onnx-int8" if args.mode == "qat" else "onnx"
+        require_onnx("foxhunt export --onnx")
         check_opset(args.opset)
         output = args.output or args.run_dir / EXPORT_DIRS[kind]
         check_export_output(output, kind=kind, run_dir=args.run_dir, overwrite=args.overwrite)
