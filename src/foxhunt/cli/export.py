@@ -58,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from foxhunt.exports.deps import require_onnx
     from foxhunt.exports.int8 import export_run
     from foxhunt.runs import EXPORT_DIRS
+    from foxhunt.runs.folder import named
 
     if args.onnx:
         if args.mode == "dynamic":
@@ -65,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         kind = "onnx-int8" if args.mode == "qat" else "onnx"
         require_onnx("foxhunt export --onnx")
         check_opset(args.opset)
-        output = args.output or args.run_dir / EXPORT_DIRS[kind]
+        output = named(args.output or args.run_dir / EXPORT_DIRS[kind])
         check_export_output(output, kind=kind, run_dir=args.run_dir, overwrite=args.overwrite)
         with staged(output) as workdir:
             return _onnx(args, workdir, output, int8=kind != "onnx")
@@ -73,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         raise FoxhuntError("say what to export: --int8, --dynamic or --onnx [--int8]")
     if args.opset is not None:
         raise FoxhuntError("--opset goes with --onnx")
-    output = args.output or args.run_dir / EXPORT_DIRS[args.mode]
+    output = named(args.output or args.run_dir / EXPORT_DIRS[args.mode])
     check_export_output(output, kind=args.mode, run_dir=args.run_dir, overwrite=args.overwrite)
     with staged(output) as workdir:
         spec = export_run(args.run_dir, workdir, mode=args.mode)
@@ -192,8 +193,7 @@ def staged(output: Path) -> Iterator[Path]:
 
     from foxhunt.storage.atomic import fsync_dir
 
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tag = uuid.uuid4().hex[:8]
+    tag = uuid.uuid4().hex[:8]  # the export makes the folder (and its parents) once it writes
     staging = output.parent / f".{output.name}.new-{tag}"
     try:
         yield staging
