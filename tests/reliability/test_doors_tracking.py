@@ -43,6 +43,8 @@ def test_a_tracking_server_that_does_not_answer_is_refused_before_training(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
     monkeypatch.setattr(places, "PROBE_TIMEOUT_S", 0.5)
+    for proxy in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):  # loopback, direct
+        monkeypatch.delenv(proxy, raising=False)
     uri = f"http://127.0.0.1:{request.getfixturevalue(port)}"
     out = tmp_path / "run"
     refused(train_args(bars_file, out, "--logger", "mlflow", "--tracking-uri", uri), uri, "answer")
@@ -55,7 +57,7 @@ def test_mlflow_calls_are_bounded_once_a_server_answers(monkeypatch: pytest.Monk
         MLFLOW_HTTP_REQUEST_TIMEOUT,
     )
 
-    for name in places.HTTP_LIMITS:
+    for name in (*places.HTTP_LIMITS, "http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "7")  # the user's own setting wins
     with socket.socket() as s:  # a server that answers anything with a 404

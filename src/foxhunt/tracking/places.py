@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import http.client
 import os
+import ssl
+import urllib.error
+import urllib.request
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -78,18 +81,19 @@ def check_folder_exists(folder: Path, uri: str) -> None:
 
 def probe(uri: str) -> None:
     """One request to the server, bounded; any HTTP answer will do (MLflow's own calls then
-    say what is wrong): only silence and refusal are refused here."""
-    parts = urlsplit(uri)
-    kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    say what is wrong): only silence and refusal are refused here. Through urllib, so that
+    the proxy variables MLflow's requests honour apply; the certificate is MLflow's to check
+    (a private CA or MLFLOW_TRACKING_INSECURE_TLS must not fail the probe)."""
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    url = uri.rstrip("/") + "/health"
     try:
-        conn = kind(parts.hostname or "", parts.port, timeout=PROBE_TIMEOUT_S)
-        try:
-            conn.request("GET", (parts.path.rstrip("/") or "") + "/health")
-            conn.getresponse().read(1024)
-        finally:
-            conn.close()
+        with urllib.request.urlopen(url, timeout=PROBE_TIMEOUT_S, context=context) as answer:
+            answer.read(1024)
+    except urllib.error.HTTPError:
+        pass  # 404, 401, 500: the server answered
     except (OSError, http.client.HTTPException, ValueError) as exc:
-        what = str(exc) or type(exc).__name__
+        what = getattr(exc, "reason", None) or str(exc) or type(exc).__name__
         raise ConfigError(
             f"--tracking-uri {uri}: the tracking server does not answer ({what}); start it, "
             "or fix the URI"
