@@ -109,6 +109,11 @@ def cut_folds(
         raise ConfigError(f"--folds {folds}: must be >= 1")
     if test_size is None:
         test_size = n // (folds + 1)
+        if test_size < 1:  # each test span needs a bar: --folds 100000 indexed past the end
+            raise ConfigError(
+                f"--folds {folds}: the data has {n} distinct timestamps, too few for "
+                f"{folds} test spans and a training span; use at most {max(n - 1, 1)} folds"
+            )
     if isinstance(test_size, int):
         starts = [n - (folds - k) * test_size for k in range(folds)]
         if starts[0] < 1:

@@ -9,6 +9,7 @@ aside. ``--print-config`` prints the result as YAML, itself a valid ``--config``
 from __future__ import annotations
 
 import argparse
+import reprlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,12 +95,22 @@ def read_config(path: str, command: Command) -> dict[str, Any]:
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise UsageError(f"--config {path}: expected a mapping of sections, got {type(data)}")
+        raise UsageError(
+            f"--config {path}: expected a mapping of sections, got a {type(data).__name__}"
+        )
     for key in SAVED_ONLY:
         data.pop(key, None)
     for s in command.sections:
         section = data.get(s.name)
-        if isinstance(section, dict):
+        if section is None:  # `model:` with nothing under it: an empty section
+            data.pop(s.name, None)
+        elif not isinstance(section, dict):  # `model: [1, 2]` was dropped or printed back
+            got = f"{type(section).__name__} {reprlib.repr(section)}"
+            raise UsageError(
+                f"--config {path}: section {s.name!r} must be a mapping of its fields "
+                f"({s.name}: {{field: value}}), got the {got}"
+            )
+        else:
             for name in s.exclude:  # not user settings: the code sets them
                 key = s.key(name)
                 if key in command.set_aside and section.get(name) is not None:

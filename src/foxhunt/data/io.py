@@ -151,6 +151,7 @@ def normalize_frame(
 ) -> pd.DataFrame:
     """Rename and order columns: timestamp, open, high, low, close, volume, symbol, extras."""
     ts_column = _find_timestamp_column(frame, timestamp_column, source)
+    _check_names(frame, ts_column, source)
     out = frame.copy(deep=False)  # copy-on-write: the caller's frame is never modified
     out.columns = [str(c) for c in out.columns]
     renames: dict[str, str] = {}
@@ -160,7 +161,16 @@ def normalize_frame(
             renames[lower[name]] = name
     out = out.rename(columns=renames)
     times = normalize_timestamps(out[ts_column], timezone=timezone, column=ts_column, source=source)
-    symbols = out[symbol_column].astype(str) if symbol_column in out.columns else "default"
+    symbols: pd.Series | str = "default"
+    if symbol_column in out.columns:
+        missing = out[symbol_column].isna().to_numpy()
+        if missing.any():  # astype(str) kept them as NaN floats, which broke sorting later
+            row = int(np.flatnonzero(missing)[0])
+            raise DataError(
+                f"{source}: column {symbol_column!r} is empty at row {row} "
+                f"({int(missing.sum())} rows); give every bar its symbol or drop those rows"
+            )
+        symbols = out[symbol_column].astype(str)
     out = out.drop(columns=[c for c in (ts_column, symbol_column, "symbol") if c in out.columns])
     out.insert(0, "timestamp", times)
     out["symbol"] = symbols
@@ -168,6 +178,22 @@ def normalize_frame(
     out = out[front + [c for c in out.columns if c not in front]]
     out.attrs["source"] = source
     return out
+
+
+def _check_names(frame: pd.DataFrame, ts_column: str, source: str) -> None:
+    """The bar times become column "timestamp": a price column taken as the times, or
+    another column already called "timestamp", was an internal error."""
+    names = [str(c) for c in frame.columns]
+    if ts_column.lower().strip() in PRICE_VOLUME:
+        raise DataError(
+            f"{source}: --timestamp-column {ts_column} is a price or volume column; name the "
+            "column holding the bar times"
+        )
+    if ts_column != "timestamp" and "timestamp" in names:
+        raise DataError(
+            f"{source}: the times are read from column {ts_column!r}, and another column is "
+            "called 'timestamp', the name foxhunt gives the times; drop or rename one of them"
+        )
 
 
 def read_normalized(

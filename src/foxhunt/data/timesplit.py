@@ -12,6 +12,7 @@ training or validation window's target reaches into the embargo or the test span
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -38,8 +39,8 @@ def parse_instant(name: str, value: str) -> pd.Timestamp:
 
 def parse_duration(name: str, value: str) -> pd.Timedelta:
     """A duration >= 0 ("1h", "0min"); `name` is what the error names (a field or a flag)."""
-    try:
-        duration = pd.Timedelta(value)
+    try:  # "10d": pandas 3 deprecates the lower-case day unit (parse_test_size does the same)
+        duration = pd.Timedelta(re.sub(r"(\d)\s*d$", r"\1D", str(value).strip()))
     except (ValueError, TypeError):
         duration = None
     if duration is None or pd.isna(duration) or duration < pd.Timedelta(0):

@@ -60,6 +60,17 @@ def _check_values(frame: pd.DataFrame, columns: Sequence[str], source: str) -> N
                 f"{source}: high < low at {_where(frame, row)} (high {values['high'][row]}, "
                 f"low {values['low'][row]}); fix or drop the bar"
             )
+        for column in ("open", "close"):  # a bar that contradicts itself (issue 16)
+            if column not in values:
+                continue
+            price = values[column]
+            row = _first((price > values["high"]) | (price < values["low"]))
+            if row is not None:
+                raise DataError(
+                    f"{source}: column {column!r} lies outside [low, high] at "
+                    f"{_where(frame, row)} ({column} {price[row]}, low {values['low'][row]}, "
+                    f"high {values['high'][row]}); fix or drop the bar"
+                )
     for column in ("open", "high", "low", "close"):
         row = _first(values[column] <= 0) if column in values else None
         if row is not None:
@@ -137,8 +148,9 @@ def validate_bars(
 
     Expects columns timestamp (datetime), open, high, low, close, volume and optionally
     symbol (added as "default") and `extra_columns` (numeric inputs the config asks for).
-    Raises DataError for missing or non-numeric columns, NaN/inf, high < low, negative
-    volume, duplicate times within a symbol and symbols with fewer than `min_rows` bars.
+    Raises DataError for missing or non-numeric columns, NaN/inf, high < low, open or close
+    outside [low, high], negative volume, duplicate times within a symbol and symbols with
+    fewer than `min_rows` bars.
     Rows out of time order are sorted, with a warning on the "foxhunt.data" logger. With
     `contract_column`, each contract of a symbol is its own series (data/contracts.py): rows
     are sorted by symbol, contract and time, and times may repeat across contracts.

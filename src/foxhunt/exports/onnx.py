@@ -52,6 +52,10 @@ from foxhunt.trained_run import load_trained_run
 
 FORMAT = 1
 DEFAULT_OPSET = 18
+#: the opsets written as asked and run by ONNX Runtime (torch 2.13, onnxruntime 1.32): below
+#: 18 the exporter warned and wrote 18, at 26 ONNX Runtime refused the graph, at 30 the
+#: exporter printed a traceback and wrote 18
+OPSETS = range(18, 26)
 OUTPUT = "quantiles"
 PRECISIONS = ("fp32", "int8")
 #: every input the model may take, in this order

@@ -15,6 +15,7 @@ from torch import Tensor, nn
 
 from foxhunt.batch import TFTBatch
 from foxhunt.errors import FoxhuntError
+from foxhunt.exports.deps import require_onnx
 from foxhunt.exports.onnx import FORMAT, OUTPUT, PRECISIONS, input_shapes
 from foxhunt.runs import (
     CONFIG_FILE,
@@ -39,6 +40,7 @@ class OnnxModel(nn.Module):
 
     def __init__(self, path: Path, spec: dict[str, Any]) -> None:
         super().__init__()
+        require_onnx(f"the ONNX export {path.parent}", ("onnxruntime",))
         import onnxruntime as ort
 
         options = ort.SessionOptions()

@@ -6,8 +6,16 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from foxhunt.data import Preprocessor
-from foxhunt.errors import FoxhuntError
-from foxhunt.runs import CHECKPOINTS_DIR, PREPROCESSOR_FILE, read_preprocessor
+from foxhunt.errors import ConfigError, FoxhuntError
+from foxhunt.runs import (
+    CHECKPOINTS_DIR,
+    CONFIG_FILE,
+    PREPROCESSOR_FILE,
+    RunConfig,
+    read_preprocessor,
+)
+from foxhunt.storage.bounded import read_json_bounded
+from foxhunt.training.checkpoint import RESUMABLE_CHANGES, config_differences
 
 
 class CheckpointOptions(Protocol):
@@ -28,6 +36,25 @@ def load_saved_preprocessor(output_dir: Path) -> Preprocessor:
             f"--resume {output_dir}: {path} not found; is it the --output-dir of an earlier run?"
         )
     return read_preprocessor(path)  # the checks of load_run; the window is compared later
+
+
+def check_resumable_config(output_dir: Path, config: RunConfig) -> None:
+    """Refuse a resume whose settings differ from the run's config.json before the job
+    rewrites it: the checkpoint refused them only after config.json held the new ones."""
+    path = output_dir / CONFIG_FILE
+    if not path.is_file():
+        return  # the checkpoint's own config is still compared on restore
+    saved = read_json_bounded(path)
+    if not isinstance(saved, dict):
+        raise FoxhuntError(f"{path} is not a JSON object; the run folder is damaged")
+    saved = {k: v for k, v in saved.items() if k not in ("model_class", "versions")}
+    differences = config_differences(saved, config.to_dict())
+    if differences:
+        raise ConfigError(
+            f"--resume {output_dir}: the run was trained with other settings "
+            f"({'; '.join(differences)}); resume with its settings (only "
+            f"{', '.join(sorted(RESUMABLE_CHANGES))} may change) or train a new run"
+        )
 
 
 def checkpoint_location(output_dir: Path, options: CheckpointOptions) -> str:

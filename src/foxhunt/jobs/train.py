@@ -15,7 +15,11 @@ from torch import nn
 from foxhunt.baselines import fit_baselines
 from foxhunt.data import PreparedData, prepare_data
 from foxhunt.errors import ConfigError
-from foxhunt.jobs.resume import checkpoint_location, load_saved_preprocessor
+from foxhunt.jobs.resume import (
+    check_resumable_config,
+    checkpoint_location,
+    load_saved_preprocessor,
+)
 from foxhunt.memory import MemoryProfiler
 from foxhunt.memory.oom import REPLAN_FRACTION, budget_bytes, fit_with_oom_guard
 from foxhunt.model.config import DATA_FIELDS, TFTConfig
@@ -187,6 +191,8 @@ def train(
         inputs.lookback,
         inputs.horizon,
     )
+    if options.resume:  # refused before config.json is rewritten with the refused settings
+        check_resumable_config(output_dir, config)
     if ctx.is_main:
         if not options.resume:
             clear_history(output_dir)

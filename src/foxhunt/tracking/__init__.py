@@ -61,6 +61,7 @@ def build_tracker(
     where the job writes it now (the staging folder of an --overwrite; default run_dir)."""
     from foxhunt.runs import TENSORBOARD_DIR
     from foxhunt.tracking.mlflow_sink import MlflowSink
+    from foxhunt.tracking.places import check_tracking_places
     from foxhunt.tracking.tensorboard_sink import TensorBoardSink
     from foxhunt.tracking.tracker import Tracker
 
@@ -68,6 +69,7 @@ def build_tracker(
         return None
     run_dir = Path(run_dir)
     workdir = Path(workdir or run_dir)
+    check_tracking_places(config, run_dir)  # before anything is trained or logged
     sinks: list[Sink] = []
     if "tensorboard" in config.active:
         logdir = Path(config.tracking_dir) if config.tracking_dir else workdir / TENSORBOARD_DIR

@@ -56,7 +56,11 @@ class Objective:
 
     def __call__(self, trial: optuna.Trial) -> float:
         self.claim(trial)
-        config = apply(self.base, suggest(trial, self.space))
+        try:
+            config = apply(self.base, suggest(trial, self.space))
+        except FoxhuntError as exc:  # a combination the config refuses: say which and why
+            trial.set_user_attr("error", " ".join(str(exc).split())[:300])
+            raise
         folder = trial_dir(self.output_dir, trial.number)
         if folder.exists():  # a study started again from scratch in the same folder
             shutil.rmtree(folder)

@@ -28,7 +28,7 @@ from foxhunt.storage.bounded import read_json_bounded
 from foxhunt.tune.config import TuneConfig
 from foxhunt.tune.objective import COUNTED, FINISHED, Objective, Surplus, TrialCallbacks
 from foxhunt.tune.pruning import make_pruner
-from foxhunt.tune.report import after_trial, best_of, write_study_report
+from foxhunt.tune.report import BEST_FILE, after_trial, best_of, write_study_report
 from foxhunt.tune.space import Param
 
 log = logging.getLogger("foxhunt.tune")
@@ -70,11 +70,16 @@ def open_study(tune: TuneConfig, output_dir: Path) -> optuna.Study:
 def _open(tune: TuneConfig, url: str) -> optuna.Study:
     # SQLite lets one writer in at a time; workers wait for the lock instead of failing
     engine = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else None
+    # an in-memory database is one process's (no other worker to fail a silent trial) and
+    # one thread's: the heartbeat thread found no tables there (no such table: trial_heartbeats)
+    beats = not in_memory(url)
     storage = RDBStorage(
         url,
         engine_kwargs=engine,
-        heartbeat_interval=tune.heartbeat,
-        heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=1),
+        heartbeat_interval=tune.heartbeat if beats else None,
+        heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=1)
+        if beats
+        else None,
     )
     return optuna.create_study(
         storage=storage,
@@ -86,9 +91,18 @@ def _open(tune: TuneConfig, url: str) -> optuna.Study:
     )
 
 
-def claim_folder(output_dir: Path, tune: TuneConfig) -> None:
+def in_memory(url: str) -> bool:
+    """sqlite:// and sqlite:///:memory: (a study that ends with its process)."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    return parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:")
+
+
+def claim_folder(output_dir: Path, tune: TuneConfig) -> dict[str, str]:
     """DIR/study.json names the study whose trials DIR holds: another study's trial-0000
-    would be this one's, and --keep best would delete the other's folders."""
+    would be this one's, and --keep best would delete the other's folders. Returns what
+    `write_claim` writes once the study opened (a failed --storage must not claim DIR)."""
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
 
@@ -104,18 +118,67 @@ def claim_folder(output_dir: Path, tune: TuneConfig) -> None:
     if path.is_file():
         held = read_json_bounded(path)
         if held != mine:
+            held = held if isinstance(held, dict) else {}
             raise ConfigError(
                 f"{output_dir} holds the trials of study {held.get('study_name')!r} in "
                 f"{held.get('storage')}; use another --output-dir for {tune.study_name!r} in {url}"
             )
-        return
+        _check_database_kept(output_dir, url)
+        return mine
     strangers = _not_a_study(output_dir)
     if strangers:
         raise ConfigError(
             f"--output-dir {output_dir} holds {strangers[:5]} but no study ({STUDY_FILE}); a "
             "study writes and deletes trial-NNNN folders there: use a new or empty folder"
         )
-    atomic_write_json(path, mine)
+    return mine
+
+
+def write_claim(output_dir: Path, claim: dict[str, str]) -> None:
+    if not (output_dir / STUDY_FILE).is_file():
+        atomic_write_json(output_dir / STUDY_FILE, claim)
+
+
+def results(output_dir: Path) -> list[str]:
+    """The study's results in DIR: trial-NNNN folders and best.yaml."""
+    return sorted(
+        p.name for p in output_dir.iterdir() if p.name == BEST_FILE or _TRIAL_NAME.fullmatch(p.name)
+    )
+
+
+def _check_database_kept(output_dir: Path, url: str) -> None:
+    """A study whose database is gone (study.db deleted, an in-memory one ended) would start
+    again at trial 0, replace trial-0000 and delete the earlier best trial's folder."""
+    from sqlalchemy.engine import make_url
+
+    held = results(output_dir)
+    if not held:
+        return
+    parsed = make_url(url)
+    if in_memory(url):
+        raise ConfigError(
+            f"--output-dir {output_dir} holds the results {held[:5]} of a study in an "
+            f"in-memory database ({url}), which ended with its process; a new study there "
+            "would replace them: use a new --output-dir"
+        )
+    if parsed.get_backend_name() == "sqlite" and not Path(str(parsed.database)).exists():
+        raise ConfigError(
+            f"--output-dir {output_dir} holds the results {held[:5]} of a study whose database "
+            f"{parsed.database} is gone; put it back, or use a new --output-dir"
+        )
+
+
+def check_same_study(study: optuna.Study, output_dir: Path) -> None:
+    """A study with no trials beside trial folders: its database was emptied or replaced."""
+    held = results(output_dir)
+    if held and not study.get_trials(deepcopy=False):
+        # the study may be the one open_study just created: nothing in it to keep
+        optuna.delete_study(study_name=study.study_name, storage=study._storage)
+        raise ConfigError(
+            f"--output-dir {output_dir} holds the results {held[:5]}, but study "
+            f"{study.study_name!r} in its --storage has no trials (a new or emptied database); "
+            "a new study there would replace them: use a new --output-dir"
+        )
 
 
 def _not_a_study(output_dir: Path) -> list[str]:
@@ -150,8 +213,10 @@ def run_study(
     if base.data.val_fraction <= 0:
         raise ConfigError("tuning scores validation loss: --val-fraction must be > 0")
     output_dir.mkdir(parents=True, exist_ok=True)
-    claim_folder(output_dir, tune)
+    claim = claim_folder(output_dir, tune)
     study = open_study(tune, output_dir)
+    check_same_study(study, output_dir)
+    write_claim(output_dir, claim)
     objective = Objective(base, space, output_dir, tune, extra_callbacks)
     failures: list[FrozenTrial] = []
 

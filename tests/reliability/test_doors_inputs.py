@@ -1,0 +1,149 @@
+"""Issue 31, "silently not what was asked" and internal errors: each ends with exit 2 and one
+line naming the file, column, flag or section."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from foxhunt.cli.export import check_calibration_bars
+from foxhunt.data import generate_bars
+
+from .helpers import SMALL, cli, refused
+
+
+def test_int8_calibration_refuses_bars_other_than_the_runs(
+    tmp_path: Path, finished: Path, bars_file: Path
+) -> None:
+    """`export --onnx --int8` of an FP32 run calibrated on whatever file was at the run's
+    recorded data path, exit 0."""
+    bars = tmp_path / "bars.parquet"
+    shutil.copy(bars_file, bars)
+    config = json.loads((finished / "config.json").read_text())
+    config["data"]["path"] = str(bars)  # the run, its bars moved (same bytes)
+    (finished / "config.json").write_text(json.dumps(config))
+    check_calibration_bars(finished)  # the same bars: calibrated on them
+    generate_bars(days=6, seed=2).to_parquet(bars)  # other bars at the same path
+    out = tmp_path / "int8"
+    refused(["export", finished, "--onnx", "--int8", "--output", out], str(bars), "not the data")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("opset", ["30", "17", "0", "-1"])
+def test_an_opset_the_exporter_does_not_write_is_refused(
+    tmp_path: Path, finished: Path, opset: str
+) -> None:
+    """`export --onnx --opset 30` printed a traceback, then wrote opset 18, exit 0."""
+    out = tmp_path / "onnx"
+    refused(["export", finished, "--onnx", "--opset", opset, "--output", out], "--opset", opset)
+    assert not out.exists()
+
+
+WRONG_SHAPES = ["[1, 2, 3]", "[lr, 0.5]", "5", "text", "true"]
+
+
+@pytest.mark.parametrize("value", WRONG_SHAPES)
+@pytest.mark.parametrize(
+    ("command", "section"),
+    [
+        ("train", "model"),
+        ("train", "training"),
+        ("train", "data"),
+        ("backtest", "backtest"),
+        ("backtest", "costs"),
+        ("tune", "study"),
+        ("tune", "model"),
+    ],
+)
+def test_a_config_section_that_is_not_a_mapping_is_refused(
+    tmp_path: Path, command: str, section: str, value: str
+) -> None:
+    """`model: [1, 2, 3]` in a --config was dropped, or printed back by --print-config."""
+    path = tmp_path / "c.yaml"
+    path.write_text(f"{section}: {value}\n")
+    refused([command, "--config", path, "--print-config"], str(path), repr(section), "mapping")
+    refused([command, "--config", path, "--synthetic-days", "1"], str(path), repr(section))
+
+
+def test_an_empty_config_section_is_no_section(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("model:\ntraining:\n  lr: 0.5\n")
+    code, err = cli(["train", "--config", path, "--print-config"])
+    assert code == 0, err
+
+
+def test_backtest_folds_beyond_the_data_are_refused(tmp_path: Path, bars_file: Path) -> None:
+    """`backtest --folds 100000` (and `tune --backtest --folds 100000`): an internal error."""
+    flags = [*(a for a in SMALL if a != "--no-report"), "--no-report"]
+    out = tmp_path / "bt"
+    refused(["backtest", "--parquet-file", bars_file, *flags, "--folds", "100000",
+             "--output-dir", out], "--folds", "100000")  # fmt: skip
+    space = tmp_path / "space.yaml"
+    space.write_text("model.hidden_size: {choices: [4, 8]}\n")
+    tune = ["tune", "--parquet-file", bars_file, *SMALL[:-1], "--space", space, "--trials", "1"]
+    refused([*tune, "--backtest", "--folds", "100000", "--output-dir", tmp_path / "t"], "--folds")
+
+
+def test_a_failed_trial_says_why(tmp_path: Path, bars_file: Path) -> None:
+    """Trials of a combination the config refuses said "failed: see the log above", and the
+    log said nothing more."""
+    space = tmp_path / "space.yaml"
+    space.write_text("model.hidden_size: {choices: [12]}\nmodel.attention_heads: {choices: [8]}\n")
+    tune = ["tune", "--parquet-file", bars_file, *SMALL[:-1], "--space", space, "--trials", "1"]
+    line = refused([*tune, "--output-dir", tmp_path / "t"], "trials in a row", "must divide")
+    assert "see the log above" not in line
+
+
+@pytest.mark.parametrize("module", ["onnx", "onnxscript", "onnxruntime"])
+def test_export_onnx_without_the_extra_names_it(
+    tmp_path: Path, finished: Path, module: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`export --onnx` without the onnx extra was an internal error."""
+    monkeypatch.setitem(sys.modules, module, None)  # `import module` raises ImportError
+    out = tmp_path / "onnx"
+    refused(["export", finished, "--onnx", "--output", out], module, "pip install 'foxhunt[onnx]'")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("frame_change", "flags", "says"),
+    [
+        ("null symbols", [], ["'symbol'", "row 3"]),
+        ("", ["--timestamp-column", "close"], ["--timestamp-column close", "price"]),
+        ("second time column", ["--timestamp-column", "time"], ["'time'", "'timestamp'"]),
+    ],
+)
+def test_inspect_names_what_is_wrong(
+    tmp_path: Path, bars_file: Path, frame_change: str, flags: list[str], says: list[str]
+) -> None:
+    """`inspect` on a file whose symbol column holds nulls, and `inspect FILE
+    --timestamp-column close`: internal errors."""
+    frame = pd.read_parquet(bars_file)
+    if frame_change == "null symbols":
+        frame["symbol"] = pd.Series(["ES"] * len(frame), dtype="string")
+        frame.loc[frame.index[3:6], "symbol"] = None
+    elif frame_change == "second time column":
+        frame["time"] = frame["timestamp"]
+    path = tmp_path / "bars.parquet"
+    frame.to_parquet(path)
+    refused(["inspect", path, *flags], str(path), *says)
+    refused(["train", "--parquet-file", path, *SMALL, "--output-dir", tmp_path / "r", *flags])
+
+
+@pytest.mark.parametrize(("column", "factor"), [("open", 1.01), ("close", 0.99)])
+def test_a_bar_whose_open_or_close_lies_outside_its_range_is_refused(
+    tmp_path: Path, bars_file: Path, column: str, factor: float
+) -> None:
+    """Asked in issue 16: only high < low was checked."""
+    frame = pd.read_parquet(bars_file)
+    row = 17
+    edge = "high" if factor > 1 else "low"
+    frame.loc[frame.index[row], column] = frame[edge].iloc[row] * factor
+    path = tmp_path / "bars.parquet"
+    frame.to_parquet(path)
+    refused(["inspect", path], str(path), repr(column), f"row {row}", "[low, high]")
