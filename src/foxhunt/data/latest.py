@@ -91,7 +91,7 @@ def _check_latest(
         raise DataError(
             f"{source}: symbol {name!r} has {int((codes == codes[rows[b, -1]]).sum())} bars; "
             f"a forecast needs its last {pre.lookback} with complete features, i.e. about "
-            f"{pre.lookback + max((*pre.spec.volatility_windows, pre.baseline_window))} bars"
+            f"{pre.lookback + max(pre.spec.warmup_bars, pre.baseline_window)} bars"
         )
     gaps = gap_flags(codes, pre.gap_times(encoded), pre.max_gap_ns)
     if gaps[rows[:, 1:]].any():
