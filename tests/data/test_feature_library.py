@@ -207,3 +207,15 @@ def test_a_constant_input_is_dropped_with_a_warning(
     assert "session_gap" not in data.schema.past_names and "vwap_dist" in data.schema.past_names
     warned = [r.getMessage() for r in data_log.records if r.levelno == logging.WARNING]
     assert "feature session_gap is constant on the training span: dropped" in warned
+
+
+def test_the_tft_225_preset_feeds_210_observed_and_10_known_inputs() -> None:
+    from foxhunt.cli.presets import preset
+
+    groups = preset("tft-225")["data"]["feature_groups"]
+    spec = FeatureSpec(groups=parse_groups(groups), calendar="CME Globex Equity")
+    assert len(spec.observed_names) >= 210 and len(set(spec.observed_names)) == len(
+        spec.observed_names
+    )
+    assert len(spec.known_names) == 10
+    assert DataConfig(feature_groups=tuple(groups)).feature_groups == tuple(groups)
