@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from foxhunt.data.calendar import AUTO
+from foxhunt.cli.presets import preset
+from foxhunt.data.calendar import AUTO, Calendar
 from foxhunt.data.calendar_setting import parse_calendar, resolve_calendar
+from foxhunt.data.config import DataConfig
 from foxhunt.data.contracts import find_contract_column
+from foxhunt.data.features import FeatureSpec, parse_groups
 from foxhunt.data.inspect import inspect_bars
 from foxhunt.data.sources import read_source
 from foxhunt.data.validate import validate_bars
+from foxhunt.errors import ConfigError
 
 
 def register(sub: Any) -> None:
@@ -37,6 +42,19 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--lookback", type=int, default=64, help="bars of history per window")
     p.add_argument("--horizon", type=int, default=8, help="bars to forecast")
+    p.add_argument(
+        "--features",
+        action="store_true",
+        help="list every model input (name, group, window, warm-up) instead of the summary",
+    )
+    p.add_argument(
+        "--preset", default=None, help="with --features: the inputs of this train preset"
+    )
+    p.add_argument(
+        "--feature-groups",
+        default=None,
+        help="with --features: groups as for train, e.g. returns,realized:12/78 (docs/data.md)",
+    )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(run=run)
 
@@ -49,6 +67,10 @@ def run(args: argparse.Namespace) -> int:
     column = find_contract_column(raw, wanted, source)
     frame = validate_bars(raw, source=source, min_rows=1, contract_column=column)
     calendar = resolve_calendar(setting, frame["symbol"].unique(), source)
+    if args.features:
+        listing = feature_listing(args, calendar, frame["symbol"].nunique())
+        print(json.dumps(listing, indent=2) if args.json else render_listing(listing))
+        return 0
     report = inspect_bars(
         frame,
         calendar=calendar,
@@ -58,6 +80,38 @@ def run(args: argparse.Namespace) -> int:
     )
     print(json.dumps(report, indent=2) if args.json else render(report))
     return 0
+
+
+def feature_listing(
+    args: argparse.Namespace, calendar: Calendar, symbols: int
+) -> list[dict[str, Any]]:
+    """Every input of the chosen feature spec: name, kind, group, window, warm-up."""
+    data = preset(args.preset).get("data", {}) if args.preset else {}
+    groups = data.get("feature_groups", ())
+    if args.feature_groups is not None:
+        groups = [g for g in args.feature_groups.split(",") if g.strip()]
+    config = DataConfig(feature_groups=tuple(groups))
+    spec = FeatureSpec(config.volatility_windows, calendar=calendar, groups=parse_groups(groups))
+    if symbols < 2 and any(g.cross for g, _ in spec.observed_groups):
+        raise ConfigError(
+            "--feature-groups: group 'cross' needs several symbols and the file holds one"
+        )
+    observed = set(spec.observed_names)
+    rows = [{"name": "symbol", "kind": "static", "group": "symbol", "window": None, "warmup": "-"}]
+    for column in spec.columns():
+        kind = "observed" if column.name in observed else "known"
+        rows.append({**asdict(column), "kind": kind})
+    return rows
+
+
+def render_listing(rows: list[dict[str, Any]]) -> str:
+    counts = {k: sum(r["kind"] == k for r in rows) for k in ("static", "observed", "known")}
+    lines = [f"{'input':<22} {'kind':<9} {'group':<14} {'window':>7}  warm-up"]
+    for r in rows:
+        window = "-" if r["window"] is None else r["window"]
+        lines.append(f"{r['name']:<22} {r['kind']:<9} {r['group']:<14} {window:>7}  {r['warmup']}")
+    lines.append(", ".join(f"{n} {k}" for k, n in counts.items()) + " inputs")
+    return "\n".join(lines)
 
 
 def render(report: dict[str, Any], indent: str = "") -> str:
