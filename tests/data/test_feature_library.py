@@ -218,4 +218,5 @@ def test_the_tft_225_preset_feeds_210_observed_and_10_known_inputs() -> None:
         spec.observed_names
     )
     assert len(spec.known_names) == 10
+    assert len(spec.static_names) == 4  # and the symbol: 5 static inputs
     assert DataConfig(feature_groups=tuple(groups)).feature_groups == tuple(groups)

@@ -96,10 +96,16 @@ def feature_listing(
         raise ConfigError(
             "--feature-groups: group 'cross' needs several symbols and the file holds one"
         )
-    observed = set(spec.observed_names)
+    observed, static = set(spec.observed_names), set(spec.static_names)
     rows = [{"name": "symbol", "kind": "static", "group": "symbol", "window": None, "warmup": "-"}]
     for column in spec.columns():
-        kind = "observed" if column.name in observed else "known"
+        kind = (
+            "static"
+            if column.name in static
+            else "observed"
+            if column.name in observed
+            else "known"
+        )
         rows.append({**asdict(column), "kind": kind})
     return rows
 

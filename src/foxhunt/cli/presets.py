@@ -38,17 +38,12 @@ def cpu_reference() -> dict[str, Any]:
 
 #: the tft-225 preset's inputs from OHLCV bars alone (docs/data.md): with the base six,
 #: 220 observed inputs at the default windows (fewer if one is constant on the training
-#: span), and 10 known ones on a bars file with an exchange calendar (clock 4, session 3,
-#: cycles 3); "cross" is left out so that it runs on one symbol
+#: span), 10 known ones on a bars file with an exchange calendar (clock 4, session 3,
+#: cycles 3) and 5 static (the symbol and 4 instrument descriptors); "cross" is left out
+#: so that it runs on one symbol
 TFT225_FEATURES = (
-    "returns",
-    "realized",
-    "ranges",
-    "activity",
-    "location",
-    "trend",
-    "shape",
-    "cycles",
+    *("returns", "realized", "ranges", "activity", "location", "trend", "shape"),
+    *("cycles", "instrument"),
 )
 
 

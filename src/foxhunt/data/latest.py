@@ -64,8 +64,10 @@ def latest_windows(
         future_profile = pre.profile(minutes, codes).reshape(len(ends), pre.horizon)
         scale = baseline.volatility[ends][:, None] * future_profile  # [B, H]
         scale = torch.from_numpy(scale.astype(np.float32))
+    last_codes = torch.from_numpy(encoded.symbol_codes[ends].astype(np.int64))
+    table = pre.static_values()
     batch = TFTBatch(
-        static=torch.zeros(len(ends), 0),
+        static=torch.zeros(len(ends), 0) if table is None else table.index_select(0, last_codes),
         past=torch.from_numpy(past),
         future=torch.from_numpy(future_inputs),
         static_categorical=torch.from_numpy(encoded.symbol_codes[ends][:, None].copy()),

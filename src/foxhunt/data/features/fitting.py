@@ -11,8 +11,9 @@ import numpy as np
 import pandas as pd
 
 from foxhunt.data.features.bars import SESSION_GAP_FACTOR
-from foxhunt.data.features.base import Features
+from foxhunt.data.features.base import Features, log_returns
 from foxhunt.data.features.compute import minutes_of_day
+from foxhunt.data.features.instrument import describe
 from foxhunt.data.features.spec import FeatureSpec
 from foxhunt.errors import ConfigError, DataError
 
@@ -65,7 +66,24 @@ def fit_feature_state(
             frame["symbol"].to_numpy()[train],
         )
         state = replace(state, volume_profile=profile)
+    if spec.static_names:
+        state = replace(state, instrument=instrument_descriptors(frame, series_codes, train))
     return state
+
+
+def instrument_descriptors(
+    frame: pd.DataFrame, series_codes: np.ndarray, train: np.ndarray
+) -> tuple[tuple[str, tuple[float, ...]], ...]:
+    """Each symbol's static descriptors (instrument.py) over its training rows."""
+    close = frame["close"].to_numpy(np.float64)
+    volume = frame["volume"].to_numpy(np.float64)
+    returns = log_returns(close, series_codes)
+    symbols = frame["symbol"].to_numpy()
+    out = []
+    for symbol in sorted(set(symbols[train].tolist())):
+        mine = train & (symbols == symbol)
+        out.append((str(symbol), describe(close[mine], volume[mine], returns[mine])))
+    return tuple(out)
 
 
 def constant_inputs(features: Features, spec: FeatureSpec, train: np.ndarray) -> tuple[str, ...]:

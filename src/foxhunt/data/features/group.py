@@ -36,6 +36,7 @@ class Group:
     known: bool = False  # known in advance (computed from the time alone)
     fitted: bool = False  # needs state fitted on the training rows
     cross: bool = False  # needs several symbols
+    static: bool = False  # one value per symbol (a static input), fitted on the training rows
 
 
 def windowed(

@@ -9,6 +9,7 @@ from foxhunt.data.features.activity import GROUP as ACTIVITY
 from foxhunt.data.features.clock import CYCLES
 from foxhunt.data.features.cross import GROUP as CROSS
 from foxhunt.data.features.group import Group
+from foxhunt.data.features.instrument import GROUP as INSTRUMENT
 from foxhunt.data.features.location import GROUP as LOCATION
 from foxhunt.data.features.ranges import GROUP as RANGES
 from foxhunt.data.features.realized import GROUP as REALIZED
@@ -19,7 +20,19 @@ from foxhunt.errors import ConfigError
 
 #: every group, in the order their columns are fed (observed groups, then known ones)
 GROUPS: dict[str, Group] = {
-    g.name: g for g in (RETURNS, REALIZED, RANGES, ACTIVITY, LOCATION, TREND, SHAPE, CROSS, CYCLES)
+    g.name: g
+    for g in (
+        RETURNS,
+        REALIZED,
+        RANGES,
+        ACTIVITY,
+        LOCATION,
+        TREND,
+        SHAPE,
+        CROSS,
+        CYCLES,
+        INSTRUMENT,
+    )
 }
 #: a (group name, windows) setting of a FeatureSpec
 GroupSetting = tuple[str, tuple[int, ...]]

@@ -14,6 +14,7 @@ from foxhunt.data.calendar import SESSION_FEATURES, Calendar
 from foxhunt.data.calendar_setting import calendar_from_json, calendar_to_json
 from foxhunt.data.features.base import BASE_OBSERVED, CALENDAR
 from foxhunt.data.features.group import Column, Group
+from foxhunt.data.features.instrument import NAMES as INSTRUMENT
 from foxhunt.data.features.registry import GROUPS, GroupSetting, group_text, parse_groups
 
 
@@ -34,10 +35,17 @@ class FeatureSpec:
     volume_profile: tuple[tuple[str, tuple[float, ...]], ...] = ()
     #: group inputs constant on the training rows, left out (a warning named each)
     dropped: tuple[str, ...] = ()
+    #: fitted on the training rows: each symbol's static descriptors (group "instrument")
+    instrument: tuple[tuple[str, tuple[float, ...]], ...] = ()
 
     def _groups(self, known: bool) -> list[tuple[Group, tuple[int, ...]]]:
         chosen = [(GROUPS[name], windows) for name, windows in self.groups]
-        return [(g, w) for g, w in chosen if g.known == known]
+        return [(g, w) for g, w in chosen if g.known == known and not g.static]
+
+    @property
+    def static_names(self) -> tuple[str, ...]:
+        """The static real inputs (besides the symbol): the "instrument" group's."""
+        return tuple(n for name, _ in self.groups if GROUPS[name].static for n in INSTRUMENT)
 
     @property
     def observed_groups(self) -> list[tuple[Group, tuple[int, ...]]]:
@@ -82,7 +90,8 @@ class FeatureSpec:
         known = [Column(n, "session", None, "0 bars") for n in session]
         known_user = [Column(n, "known_columns", None, "as given") for n in self.known_columns]
         observed = [*base, *vol, *self.group_columns(known=False), *user]
-        return [*observed, *clock, *known, *self.group_columns(known=True), *known_user]
+        static = [Column(n, "instrument", None, "fitted on train") for n in self.static_names]
+        return [*static, *observed, *clock, *known, *self.group_columns(known=True), *known_user]
 
     @property
     def warmup_bars(self) -> int:
@@ -102,6 +111,7 @@ class FeatureSpec:
             out["session_gap_ns"] = self.session_gap_ns
             out["volume_profile"] = {s: list(v) for s, v in self.volume_profile}
             out["dropped"] = list(self.dropped)
+            out["instrument"] = {s: list(v) for s, v in self.instrument}
         return out
 
     @classmethod
@@ -119,4 +129,8 @@ class FeatureSpec:
             session_gap_ns=None if gap is None else int(gap),
             volume_profile=tuple((str(s), tuple(float(x) for x in v)) for s, v in profile.items()),
             dropped=tuple(str(n) for n in data.get("dropped", ())),
+            instrument=tuple(
+                (str(s), tuple(float(x) for x in v))
+                for s, v in (data.get("instrument") or {}).items()
+            ),
         )
