@@ -24,9 +24,9 @@ TARGET_NAME = "log_return"
 
 @dataclass(frozen=True)
 class Features:
-    """Unscaled float64 inputs of every row of a frame sorted by symbol and time."""
+    """Unscaled inputs of every row of a frame sorted by symbol and time."""
 
-    inputs: np.ndarray  # [N, P]: observed columns first, then known columns
+    inputs: np.ndarray  # [N, P] float64 (float32 with library groups): observed, then known
     num_observed: int
     returns: np.ndarray  # [N] log return of each bar; the target series
 

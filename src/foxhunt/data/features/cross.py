@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from foxhunt.data.features.bars import Bars, per_series, rolling
+from foxhunt.data.features.bars import Bars, per_series, rolling, root
 from foxhunt.data.features.group import Column, Group, windowed
 
 _STEMS = ("cross_ret", "cross_vol", "rel_strength")
@@ -31,7 +31,7 @@ def own_measures(bars: Bars, windows: tuple[int, ...]) -> np.ndarray:
         for w in windows:
             ret = np.full(len(c), np.nan)
             ret[w:] = c[w:] - c[:-w]
-            out += [ret, np.sqrt(rolling(r * r, w, "mean"))]
+            out += [ret, root(rolling(r * r, w, "mean"))]
         return np.column_stack(out)
 
     return per_series(bars, 2 * len(windows), one)

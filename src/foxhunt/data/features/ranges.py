@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from foxhunt.data.features.bars import Bars, per_series, rolling
+from foxhunt.data.features.bars import Bars, per_series, rolling, rolling_var, root
 from foxhunt.data.features.group import Column, Group, windowed
 
 _STEMS = ("parkinson", "gk", "rs", "yz")
@@ -37,10 +37,10 @@ def compute(bars: Bars, windows: tuple[int, ...]) -> np.ndarray:
             gk = rolling(0.5 * spread[rows] - (2 * np.log(2) - 1) * body[rows], w, "mean")
             rs = rolling(rs_bar[rows], w, "mean")
             k = 0.34 / (1.34 + (w + 1) / (w - 1))
-            yz = rolling(overnight, w, "var") + k * rolling(c[rows] - o[rows], w, "var")
+            yz = rolling_var(overnight, w) + k * rolling_var(c[rows] - o[rows], w)
             yz = yz + (1 - k) * rs
             parkinson[:w] = gk[:w] = rs[:w] = np.nan  # the warm-up of yz, for all four
-            out += [np.sqrt(parkinson), *(np.sqrt(np.maximum(x, 0.0)) for x in (gk, rs, yz))]
+            out += [root(x) for x in (parkinson, gk, rs, yz)]
         return np.column_stack(out)
 
     return per_series(bars, len(_STEMS) * len(windows), one)

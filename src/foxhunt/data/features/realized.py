@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from foxhunt.data.features.bars import Bars, per_series, rolling, safe_divide
+from foxhunt.data.features.bars import Bars, per_series, rolling, root, safe_divide
 from foxhunt.data.features.group import Column, Group, windowed
 
 _STEMS = ("rv", "bv", "rs_up", "rs_down", "jump")
@@ -39,7 +39,7 @@ def compute(bars: Bars, windows: tuple[int, ...]) -> np.ndarray:
             bv = np.pi / 2 * rolling(pairs, w, "mean")
             jump = np.maximum(1.0 - safe_divide(bv, rv, 1.0), 0.0)
             semi = (rolling(up, w, "mean"), rolling(down, w, "mean"))
-            out += [np.sqrt(rv), np.sqrt(bv), np.sqrt(semi[0]), np.sqrt(semi[1]), jump]
+            out += [root(rv), root(bv), root(semi[0]), root(semi[1]), jump]
         return np.column_stack(out)
 
     return per_series(bars, len(_STEMS) * len(windows), one)

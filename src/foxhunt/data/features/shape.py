@@ -25,9 +25,12 @@ def compute(bars: Bars, windows: tuple[int, ...]) -> np.ndarray:
 
     def one(rows: slice) -> np.ndarray:
         r, c = bars.returns[rows], log_close[rows]
+        square = r * r
+        powers = (square, square * r, square * square)  # r**p with an integer p is slower
         out = []
         for w in windows:
-            s2, s3, s4 = (rolling(r**p, w, "sum") for p in (2, 3, 4))
+            s2, s3, s4 = (rolling(p, w, "sum") for p in powers)
+            s2 = np.maximum(s2, 0.0)  # a hair below 0 after rounding would make s2**1.5 NaN
             high, low = rolling(c, w, "max"), rolling(c, w, "min")
             high[:w] = low[:w] = np.nan  # the same warm-up as the return-based ones
             out += [np.sqrt(w) * safe_divide(s3, s2**1.5), w * safe_divide(s4, s2 * s2)]
