@@ -209,6 +209,8 @@ def test_a_constant_input_is_dropped_with_a_warning(
     assert "session_gap" not in data.schema.past_names and "vwap_dist" in data.schema.past_names
     warned = [r.getMessage() for r in data_log.records if r.levelno == logging.WARNING]
     assert "feature session_gap is constant on the training span: dropped" in warned
+    again = data.preprocessor.dataset(generate_bars(days=4, seed=0))  # computed without it
+    np.testing.assert_array_equal(again.past_values.numpy(), data.train.past_values.numpy())
 
 
 def test_the_tft_225_preset_feeds_210_observed_and_10_known_inputs() -> None:

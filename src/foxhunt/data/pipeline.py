@@ -14,7 +14,7 @@ from foxhunt.data.contracts import contract_series_starts
 from foxhunt.data.dataset import WindowDataset
 from foxhunt.data.encoded import EncodedFrame, FeatureSchema
 from foxhunt.data.features import FeatureSpec, parse_groups
-from foxhunt.data.features.fitting import constant_inputs, fit_feature_state
+from foxhunt.data.features.fitting import constant_inputs, drop_inputs, fit_feature_state
 from foxhunt.data.fit import check_compatible, fit_preprocessor, new_run_calendar, resolve_max_gap
 from foxhunt.data.io import normalize_timestamps, timezone_name
 from foxhunt.data.preprocess import Preprocessor
@@ -133,10 +133,7 @@ def _encode_new_run(
         frame, spec, timezone=timezone, codes=codes, contract_column=contracts
     )
     if spec.groups and (dropped := constant_inputs(encoded.features, spec, train)):
-        spec = replace(spec, dropped=dropped)
-        encoded = EncodedFrame.build(
-            frame, spec, timezone=timezone, codes=codes, contract_column=contracts
-        )
+        spec, encoded = drop_inputs(spec, encoded, dropped)
     return encoded, spec, encoder, spacing
 
 

@@ -58,7 +58,8 @@ def library_inputs(
         inputs[:, j], j = column, j + 1
     for group, windows in spec.observed_groups:
         keep = [c.name not in spec.dropped for c in group.columns(windows)]
-        values = group.compute(bars, windows)[:, keep]
+        values = group.compute(bars, windows)
+        values = values if all(keep) else values[:, keep]
         inputs[:, j : j + values.shape[1]], j = values, j + values.shape[1]
     for name in spec.observed_columns:
         inputs[:, j], j = frame[name].to_numpy(np.float64), j + 1

@@ -10,6 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from foxhunt.data.encoded import EncodedFrame
 from foxhunt.data.features.bars import SESSION_GAP_FACTOR
 from foxhunt.data.features.base import Features, log_returns
 from foxhunt.data.features.compute import minutes_of_day
@@ -84,6 +85,23 @@ def instrument_descriptors(
         mine = train & (symbols == symbol)
         out.append((str(symbol), describe(close[mine], volume[mine], returns[mine])))
     return tuple(out)
+
+
+def drop_inputs(
+    spec: FeatureSpec, encoded: EncodedFrame, dropped: tuple[str, ...]
+) -> tuple[FeatureSpec, EncodedFrame]:
+    """`spec` and `encoded` less the inputs `dropped`: the columns are taken out of the
+    computed matrix, the same values a recomputation with the new spec would give."""
+    names = (*spec.observed_names, *spec.known_names)
+    keep = np.asarray([n not in dropped for n in names])
+    narrow = replace(spec, dropped=(*spec.dropped, *dropped))
+    before = encoded.features
+    features = Features(
+        inputs=np.ascontiguousarray(before.inputs[:, keep]),
+        num_observed=int(keep[: before.num_observed].sum()),
+        returns=before.returns,
+    )
+    return narrow, replace(encoded, features=features, finite=features.finite_rows)
 
 
 def constant_inputs(features: Features, spec: FeatureSpec, train: np.ndarray) -> tuple[str, ...]:
