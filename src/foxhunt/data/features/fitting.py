@@ -104,22 +104,35 @@ def drop_inputs(
     return narrow, replace(encoded, features=features, finite=features.finite_rows)
 
 
+def train_ranges(inputs: np.ndarray, train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """[P] min and max of each column's finite values on the training rows (inf / -inf: no
+    finite value), a block of rows at a time (no copy of the training rows)."""
+    low = np.full(inputs.shape[1], np.inf)
+    high = np.full(inputs.shape[1], -np.inf)
+    block = 1 << 16
+    for start in range(0, len(inputs), block):
+        rows = inputs[start : start + block][train[start : start + block]]
+        finite = np.isfinite(rows)
+        low = np.minimum(low, np.where(finite, rows, np.inf).min(axis=0, initial=np.inf))
+        high = np.maximum(high, np.where(finite, rows, -np.inf).max(axis=0, initial=-np.inf))
+    return low, high
+
+
 def constant_inputs(features: Features, spec: FeatureSpec, train: np.ndarray) -> tuple[str, ...]:
     """The groups' inputs constant over the training rows (DataError if one is all NaN)."""
     names = (*spec.observed_names, *spec.known_names)
     library = {c.name for known in (False, True) for c in spec.group_columns(known)}
+    low, high = train_ranges(features.inputs, train)
     constant = []
     for j, name in enumerate(names):
         if name not in library:
             continue
-        values = features.inputs[train, j]
-        values = values[np.isfinite(values)]
-        if len(values) == 0:
+        if not np.isfinite(low[j]):
             raise DataError(
                 f"feature {name}: no finite value on the training span; use a shorter window "
                 "or more bars (DataConfig.feature_groups)"
             )
-        if values.min() == values.max():
+        if low[j] == high[j]:
             log.warning("feature %s is constant on the training span: dropped", name)
             constant.append(name)
     return tuple(constant)
