@@ -5,7 +5,9 @@ TYPE_CHECKING alike), so a lazy import cannot hide an upward edge or a circle. T
 the lower layers import nothing above them (ALLOWED); no module imports itself back through
 any chain of imports; and the layers form no ring once the few upward edges still owed to the
 architecture issue (UPWARD_DEBTS, each confined to the modules named) are set aside. ``transforms`` sits on ``model`` and
-``quant``'s transforms; nothing in ``model/`` imports it, nor ``torch.utils.checkpoint``.
+``quant``'s transforms; nothing in ``model/`` imports it. The checkpointing transform itself
+lives in ``model/checkpointing.py`` (the constructor applies the config's switch through it)
+and is the only module that imports ``torch.utils.checkpoint``.
 """
 
 from __future__ import annotations
@@ -44,13 +46,15 @@ ALLOWED = {
         "task",
         "transforms",
     },
-    # transforms of a built model (checkpointing; QAT re-exported from quant): applied from
-    # outside the model, which imports none of them
+    # transforms of a built model (checkpointing re-exported from model, QAT from quant):
+    # applied from outside the model, which imports none of them
     "transforms": {"batch", "config_fields", "cpp_kernels", "errors", "model", "quant"},
-    # the run folder knows no quantization: exports/int8.py reads runs, and serving.py (above
-    # both) chooses between a run and its int8 export
+    # the run folder knows no quantization: trained_run.py loads a run's model with the
+    # transforms it trained with (QAT's among them) and reads its QAT marker; the exporters
+    # load runs through it, and serving.py (above all three) chooses the folder kind
     "runs": {"baselines", "config_fields", "data", "errors", "model", "storage", "training"},
-    "serving": {"exports", "runs"},
+    "trained_run": {"errors", "quant", "runs", "transforms"},
+    "serving": {"exports", "runs", "trained_run"},
     # loggers on the training callback seam: they read the trainer, the run folder's files
     # and memory; the job never imports them (the doors wire them in)
     "tracking": {"errors", "memory", "runs", "training"},
@@ -135,11 +139,12 @@ def test_transforms_take_from_quant_only_its_transforms() -> None:
     assert not found, sorted(found)
 
 
-def test_the_model_does_not_checkpoint_itself() -> None:
-    """Activation checkpointing is a transform outside the model (``foxhunt.transforms``): no
-    module of ``model/`` imports ``torch.utils.checkpoint``."""
+def test_only_the_checkpointing_transform_calls_torch_checkpoint() -> None:
+    """Activation checkpointing is one transform (``model/checkpointing.py``) that wraps
+    segments from outside: it is the only module of the package that imports
+    ``torch.utils.checkpoint``, so no block's forward checkpoints itself."""
     found = []
-    for path in (PACKAGE / "model").rglob("*.py"):
+    for path in PACKAGE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
             if isinstance(node, ast.ImportFrom) and node.module:
                 names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
@@ -149,7 +154,7 @@ def test_the_model_does_not_checkpoint_itself() -> None:
                 continue
             if any(n.startswith("torch.utils.checkpoint") for n in names):
                 found.append(str(path.relative_to(PACKAGE)))
-    assert not found, found
+    assert found == ["model/checkpointing.py"], found
 
 
 def test_the_training_path_does_not_import_the_benchmarks() -> None:
@@ -276,9 +281,9 @@ def test_the_circle_finder(tmp_path: Path) -> None:
     ]
 
 
-#: who may import the exporters: the door that opens a model folder, the doors, and the job
-#: (the QAT marker file, exports/int8.py); nothing below them
-EXPORTS_IMPORTERS = {"exports", "serving", "cli", "jobs"}
+#: who may import the exporters: the door that opens a model folder and the doors; nothing
+#: below them (the job takes its QAT marker from trained_run.py)
+EXPORTS_IMPORTERS = {"exports", "serving", "cli"}
 
 #: the loggers: wired in by the doors, passed to the job as callbacks (never imported by it)
 TRACKING_IMPORTERS = {"tracking", "cli"}

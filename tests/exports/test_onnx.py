@@ -11,8 +11,7 @@ import pytest
 
 from foxhunt.cli import main
 from foxhunt.data import generate_bars
-from foxhunt.exports.onnx_runtime import load_onnx
-from foxhunt.runs import load_run_folder
+from foxhunt.exports.onnx_runtime import OnnxModel, load_onnx
 from foxhunt.serving import load_run
 from foxhunt.training.inference import predict_windows
 from helpers import TINY_CLI
@@ -65,10 +64,12 @@ def test_folder_and_json(export: Path) -> None:
 def test_onnx_matches_pytorch(
     run_dir: Path, export: Path, bars_file: Path, batch_size: int
 ) -> None:
-    run = load_run_folder(run_dir)
+    run = load_run(run_dir)
     dataset = run.preprocessor.dataset(pd.read_parquet(bars_file))
     want, _, _ = predict_windows(run.model, dataset, batch_size=batch_size)
-    got, _, _ = predict_windows(load_run(export).model, dataset, batch_size=batch_size)
+    onnx = load_run(export).model  # the one loader: ONNX Runtime computes an ONNX folder
+    assert isinstance(onnx, OnnxModel)
+    got, _, _ = predict_windows(onnx, dataset, batch_size=batch_size)
     assert np.abs(got - want).max() <= 1e-4 * np.ptp(want)
     model = load_onnx(export)  # the Python API
     batch = dataset.__getitems__(list(range(batch_size)))
@@ -80,7 +81,7 @@ def test_onnxruntime_numpy_and_the_json_alone_reproduce_the_forecasts(
     run_dir: Path, export: Path, bars_file: Path, tmp_path: Path
 ) -> None:
     """A process importing only onnxruntime and numpy, given the folder and raw windows."""
-    run = load_run_folder(run_dir)
+    run = load_run(run_dir)
     frame = pd.read_parquet(bars_file)
     batch, raw = raw_windows(run.preprocessor, frame, step=37)
     want = run.model.eval()(batch).quantiles.detach().numpy()

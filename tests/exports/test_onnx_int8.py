@@ -14,7 +14,6 @@ import pytest
 
 from foxhunt.cli import main
 from foxhunt.data import generate_bars
-from foxhunt.exports.int8 import load_trained_run
 from foxhunt.serving import load_run
 from foxhunt.training.inference import predict_windows
 from helpers import TINY_CLI
@@ -68,8 +67,8 @@ def fp32_run(tmp_path_factory: pytest.TempPathFactory, bars_file: Path) -> Path:
     return _train(bars_file, tmp_path_factory.mktemp("fp32") / "f", SMALL)
 
 
-def _predictions(folder: Path, bars: Path, *, trained: bool = False) -> np.ndarray:
-    run = load_trained_run(folder) if trained else load_run(folder)
+def _predictions(folder: Path, bars: Path) -> np.ndarray:
+    run = load_run(folder)  # a run folder: its model as trained (QAT: the fake-quant model)
     dataset = run.preprocessor.dataset(pd.read_parquet(bars))
     pred, _, _ = predict_windows(run.model, dataset, batch_size=64)
     return pred
@@ -89,7 +88,7 @@ def test_qat_int8_onnx_computes_the_fake_quant_model(
     assert spec["precision"] == "int8" and spec["quantization"]["method"] == "qat"
     linears = spec["quantization"]["int8_linears"]
     assert len(linears) > 10 and _int8_initializers(qat_export) == len(linears)  # weights int8
-    want = _predictions(qat_run, bars_file, trained=True)  # the fake-quant model
+    want = _predictions(qat_run, bars_file)  # the fake-quant model
     got = _predictions(qat_export, bars_file)
     assert np.abs(got - want).max() <= 0.01 * np.ptp(want)  # issue 21: within 1% (max)
 
@@ -110,7 +109,7 @@ def test_onnxruntime_numpy_and_the_json_alone_run_the_int8_export(
 ) -> None:
     """A process importing only onnxruntime and numpy (tests/helpers/onnx_consumer.py),
     given the int8 folder and raw windows, computes what the fake-quant model does."""
-    run = load_trained_run(qat_run)  # the fake-quant model
+    run = load_run(qat_run)  # the fake-quant model
     batch, raw = raw_windows(run.preprocessor, pd.read_parquet(bars_file), step=37)
     want = run.model.eval()(batch).quantiles.detach().numpy()
     got = run_consumer(qat_export, raw, tmp_path)
@@ -176,7 +175,7 @@ def test_a_second_run_shape_exports_fp32_and_int8(
     want = _predictions(runs["fp32"], bars_file)
     assert np.abs(_predictions(fp32, bars_file) - want).max() <= 1e-4 * np.ptp(want)
     int8 = _export(runs["qat"], "--onnx", "--int8")
-    want = _predictions(runs["qat"], bars_file, trained=True)
+    want = _predictions(runs["qat"], bars_file)
     assert np.abs(_predictions(int8, bars_file) - want).max() <= 0.01 * np.ptp(want)
 
 

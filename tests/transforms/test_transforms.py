@@ -38,8 +38,8 @@ def test_a_full_policy_built_through_the_one_function_is_checkpointed(cfg: TFTCo
     chosen = dataclasses.replace(cfg, checkpointing=("fusion_decoder", "past_vsn"))
     assert checkpointed_segments(built(chosen)) == ["past_vsn", "fusion_decoder"]
     assert checkpointed_segments(built(cfg)) == []
-    # the model holds only the switch: a bare constructor applies nothing
-    assert checkpointed_segments(TemporalFusionTransformer(full)) == []
+    # the switch holds through the bare constructor too (tests/transforms/test_doors.py)
+    assert checkpointed_segments(TemporalFusionTransformer(full)) == list(SEGMENTS)
 
 
 def test_config_checkpointing_wraps_every_segment_and_keeps_gradients(cfg: TFTConfig) -> None:

@@ -1,11 +1,11 @@
-"""Int8 exports of a run folder, and the QAT marker of a run folder.
+"""Int8 exports of a run folder.
 
 A QAT run folder is an ordinary run folder plus ``qat.json`` (its :class:`QATConfig`); its
 ``model.safetensors`` holds the fake-quant model's state (weights, frozen scales), which
-``load_trained_run`` loads into a freshly prepared model. ``export_run`` turns a run into an
-int8 folder that ``foxhunt predict`` / ``foxhunt evaluate`` take in place of the run folder
-(``foxhunt.serving.load_run`` tells them apart). Files are named and read through
-``foxhunt.runs``, which imports nothing from here:
+``foxhunt.trained_run.load_trained_run`` loads into a freshly prepared model. ``export_run``
+turns a run into an int8 folder that ``foxhunt predict`` / ``foxhunt evaluate`` take in
+place of the run folder (``foxhunt.serving.load_run`` tells them apart). Files are named and
+read through ``foxhunt.runs``, which imports nothing from here:
 
     EXPORT_DIR/
       config.json              the run's config (data, model, training)
@@ -34,10 +34,10 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save as save_safetensors
 from torch import nn
 
-from foxhunt.errors import ConfigError, FoxhuntError
+from foxhunt.errors import FoxhuntError
 from foxhunt.model.factory import build_model
 from foxhunt.model.size import check_fits_in_memory
-from foxhunt.quant.config import LSTM_MODES, QATConfig
+from foxhunt.quant.config import LSTM_MODES
 from foxhunt.quant.kernel import accelerate
 from foxhunt.quant.linear import DYNAMIC_MAX
 from foxhunt.quant.serialize import int8_tensors, layout_digest, load_int8_tensors, pack, unpack
@@ -57,58 +57,19 @@ from foxhunt.runs import (
     PREPROCESSOR_FILE,
     LoadedRun,
     is_export,
-    load_run_folder,
     read_json,
-    read_qat_state,
     read_run_config,
     read_run_preprocessor,
-    save_qat_state,
     versions,
     weights_bytes,
 )
 from foxhunt.storage import atomic_write_bytes, atomic_write_json
+from foxhunt.trained_run import load_trained_run, read_qat_config
 from foxhunt.transforms import apply_model_transforms
 
 log = logging.getLogger(__name__)
 
 FORMAT = 2
-
-
-def save_qat_config(run_dir: Path, config: QATConfig | None) -> None:
-    """Mark ``run_dir`` as a QAT run (None: as an FP32 run, removing a stale marker)."""
-    save_qat_state(run_dir, None if config is None else config.to_dict())
-
-
-def read_qat_config(run_dir: Path) -> QATConfig | None:
-    """The QAT config of a run folder, None for an FP32 run."""
-    state = read_qat_state(run_dir)
-    return None if state is None else QATConfig.from_dict(state)
-
-
-def run_qat_config(run_dir: Path, requested: QATConfig | None, *, resume: bool) -> QATConfig | None:
-    """The QAT config a training job uses: the requested one, or on ``--resume`` the one the
-    run was started with (a different requested one is refused)."""
-    if not resume:
-        return requested
-    saved = read_qat_config(run_dir)
-    if requested is not None and requested != saved:
-        raise ConfigError(
-            f"--resume {run_dir}: the run was started with QAT {saved}, not {requested}; "
-            "resume without --qat flags to continue it as it was started"
-        )
-    return saved
-
-
-def load_trained_run(run_dir: Path, *, device: str | torch.device = "cpu") -> LoadedRun:
-    """A run folder's model as trained: a QAT run's fake-quant state loads into a freshly
-    prepared model (the same transform), an FP32 run's into the plain one."""
-    qat = read_qat_config(run_dir)
-    model_config = read_run_config(run_dir).model
-
-    def prepare(model: nn.Module) -> None:  # the transforms it trained with; DDP aside
-        apply_model_transforms(model, model_config, qat=qat)
-
-    return load_run_folder(run_dir, device=device, prepare=prepare)
 
 
 def export_run(run_dir: Path, output: Path, *, mode: str) -> dict[str, Any]:

@@ -44,11 +44,11 @@ from foxhunt.runs import (
     RunConfig,
     is_export,
     is_onnx_export,
-    load_run_folder,
     read_qat_state,
     versions,
 )
 from foxhunt.storage import atomic_write_bytes, atomic_write_json
+from foxhunt.trained_run import load_trained_run
 
 FORMAT = 1
 DEFAULT_OPSET = 18
@@ -179,7 +179,7 @@ def export_onnx(run_dir: Path, output: Path, *, opset: int = DEFAULT_OPSET) -> d
         )
     if output.resolve() == run_dir.resolve():
         raise FoxhuntError("--output must differ from the run folder")
-    loaded = load_run_folder(run_dir, device="cpu")
+    loaded = load_trained_run(run_dir)
     blob = trace(loaded.model, loaded.config, opset=opset)
     return write_folder(run_dir, output, loaded, blob, precision="fp32")
 

@@ -28,14 +28,14 @@ from torch import Tensor, nn
 
 from foxhunt.batch import TFTBatch
 from foxhunt.errors import FoxhuntError
-from foxhunt.exports.int8 import load_trained_run, read_qat_config
 from foxhunt.exports.onnx import DEFAULT_OPSET, trace, used_inputs, write_folder
 from foxhunt.exports.onnx_graph import fold_weight_quantizers
 from foxhunt.model.factory import build_model
 from foxhunt.quant.fake import ActivationQuant
 from foxhunt.quant.linear import FakeQuantLinear
 from foxhunt.quant.transform import plan
-from foxhunt.runs import LoadedRun, RunConfig, is_export, is_onnx_export, load_run_folder
+from foxhunt.runs import LoadedRun, RunConfig, is_export, is_onnx_export
+from foxhunt.trained_run import load_trained_run, read_qat_config
 
 #: training windows the calibrated route feeds ORT's calibrator (evenly spaced)
 CALIBRATION_WINDOWS = 256
@@ -229,7 +229,7 @@ def export_onnx_int8(run_dir: Path, output: Path, *, opset: int = DEFAULT_OPSET)
         )
         how: dict[str, Any] = {"method": "qat", "qat": qat.to_dict()}
     else:
-        loaded = load_run_folder(run_dir, device="cpu")
+        loaded = load_trained_run(run_dir)
         windows = calibration_windows(loaded)
         blob = calibrated(trace(loaded.model, loaded.config, opset=opset), loaded.config, windows)
         how = {

@@ -15,7 +15,6 @@ from torch import nn
 from foxhunt.baselines import fit_baselines
 from foxhunt.data import PreparedData, prepare_data
 from foxhunt.errors import ConfigError
-from foxhunt.exports.int8 import run_qat_config, save_qat_config
 from foxhunt.jobs.resume import checkpoint_location, load_saved_preprocessor
 from foxhunt.memory import MemoryProfiler
 from foxhunt.memory.oom import REPLAN_FRACTION, budget_bytes, fit_with_oom_guard
@@ -44,6 +43,7 @@ from foxhunt.task import (
     results_table,
     score,
 )
+from foxhunt.trained_run import run_qat_config, save_qat_config
 from foxhunt.training.calibrate import calibrate_baseline
 from foxhunt.training.checkpoint import Checkpointer, resume_point
 from foxhunt.training.comparison import (

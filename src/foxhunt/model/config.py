@@ -127,9 +127,11 @@ class TFTConfig:
     with False."""
     checkpointing: CheckpointMode | tuple[Segment, ...] = "none"
     """Activation checkpointing policy: "none", "full", or a tuple of names from ``SEGMENTS``.
-    A switch only: ``foxhunt.transforms.apply_model_transforms`` checkpoints the model built
-    from this config accordingly where models are built (the job, ``load_run``, the export
-    loader); a bare ``TemporalFusionTransformer(config)`` is not checkpointed."""
+    The constructor applies it (``TemporalFusionTransformer(config)``, ``build_model``, YAML
+    ``model.checkpointing``, ``--use-gradient-checkpointing`` / ``--checkpoint-segments``): the
+    named segments drop their activations in forward and recompute them in backward
+    (``torch.utils.checkpoint``, non-reentrant; model/checkpointing.py). The memory planner
+    may change a built model's policy later (``apply_checkpointing``)."""
 
     def __post_init__(self) -> None:
         if all(getattr(self, name) is not None for name in _COUNTS):  # inputs given by hand

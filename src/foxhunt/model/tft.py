@@ -3,9 +3,11 @@
 Top-level children are the segments named in ``config.SEGMENTS`` (each a module whose
 forward takes and returns tensors, so that the checkpointing transform can wrap it) plus
 small glue: ``post_lstm_gate``, ``output_head`` and, for ``output="baseline"``,
-``baseline`` (model/baseline_head.py). The model applies no transform itself:
-``foxhunt.transforms.apply_model_transforms`` applies ``config.checkpointing`` (and QAT)
-where models are built.
+``baseline`` (model/baseline_head.py). No forward knows about checkpointing: the
+constructor's last step hands ``config.checkpointing`` to the checkpointing transform
+(model/checkpointing.py), which wraps the named segments from outside, so the switch holds
+through every door that builds a model; QAT and DDP are applied by
+``foxhunt.transforms.apply_model_transforms`` and the trainer.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from torch import Tensor, nn
 
 from foxhunt.batch import TFTBatch
 from foxhunt.model.baseline_head import BaselineQuantiles
+from foxhunt.model.checkpointing import apply_checkpointing
 from foxhunt.model.config import TFTConfig
 from foxhunt.model.fusion import TemporalFusionDecoder
 from foxhunt.model.layers import GateAddNorm
@@ -77,6 +80,8 @@ class TemporalFusionTransformer(nn.Module):
                 learn_spread=bool(cfg.learn_spread),
                 signals=d.vol_signals,
             )
+        # the one switch: a config that says checkpointing gets it, however the model is built
+        apply_checkpointing(self, cfg.checkpointing)
 
     def forward(self, batch: TFTBatch, return_attention: bool = False) -> TFTOutput:
         """Attention weights are computed in eval mode or when ``return_attention``; in

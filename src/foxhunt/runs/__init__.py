@@ -4,8 +4,9 @@ preprocessing; ``results.py`` history, baselines and metrics; ``folder.py`` the 
 lock and the --overwrite swap; ``identity.py`` which run, on which data; ``checks.py``
 refuses damaged files.
 
-Nothing here knows quantization: exports/int8.py imports this package, and
-foxhunt/serving.py (above both) opens a run or its int8 export.
+Nothing here knows quantization: ``load_run_folder`` refuses a QAT run unless given its
+transforms. Load a model through ``foxhunt.serving.load_run``, the one loader of runs and
+exports (a run folder's branch: ``foxhunt/trained_run.py``, which applies the transforms).
 """
 
 from foxhunt.runs.checks import RunFileError, read_preprocessor

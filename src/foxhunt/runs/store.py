@@ -2,8 +2,9 @@
 rebuilds the model (files.py lists what it holds).
 
 Quantization stays outside: a QAT run's qat.json is stored here as plain JSON, and
-``load_run_folder`` takes the transform to re-apply as ``prepare``; exports/int8.py reads
-runs through this package, and foxhunt/serving.py chooses between a run and an export.
+``load_run_folder`` takes the transform to re-apply as ``prepare`` (refusing a QAT run
+without one). Load through ``foxhunt.serving.load_run``, the one loader of every folder kind
+(its run-folder branch, ``foxhunt/trained_run.py``, passes the transforms).
 """
 
 from __future__ import annotations
@@ -122,11 +123,17 @@ def load_run_folder(
 ) -> LoadedRun:
     """Rebuild the model and preprocessing of a finished run, refusing damaged files.
 
-    ``prepare``: a transform applied to the fresh model before its weights load (a QAT run
-    saved its fake-quant state: quant re-applies ``prepare_qat``)."""
+    ``prepare``: the transforms applied to the fresh model before its weights load. A QAT
+    run saved its fake-quant state, so it is refused without them: load runs through
+    ``foxhunt.serving.load_run`` (``trained_run.load_trained_run`` passes them)."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise FoxhuntError(f"run folder {run_dir} does not exist; pass the --output-dir of a run")
+    if prepare is None and (run_dir / QAT_FILE).is_file():
+        raise FoxhuntError(
+            f"{run_dir} is a QAT run ({QAT_FILE}): its model needs its fake-quant modules "
+            "re-applied; load it with foxhunt.serving.load_run"
+        )
     config = read_run_config(run_dir)
     weights_path = run_dir / WEIGHTS_FILE
     if not weights_path.exists():

@@ -1,12 +1,15 @@
 """Cross-cutting model transforms, each a function applied to a built model from outside.
 
-The model knows none of them beyond one switch (``TFTConfig.checkpointing``) and the names of
-its segments (``SEGMENTS``). ``apply_model_transforms(model, config, qat=...)`` applies them
-where models are built, in this order:
+No block's forward knows any of them. The model carries one switch
+(``TFTConfig.checkpointing``) and the names of its segments (``SEGMENTS``), and its constructor
+applies that switch through the checkpointing transform (implemented in
+``model/checkpointing.py`` for that reason, re-exported here), so every door that builds a
+model honours it. ``apply_model_transforms(model, config, qat=...)`` applies the rest where
+models are built, in this order:
 
-1. activation checkpointing (``transforms/checkpointing.py``): it replaces the ``forward`` of
-   top-level segments only, so whatever later swaps modules inside a segment is checkpointed
-   with it;
+1. activation checkpointing (already applied by the constructor; re-applying is a no-op): it
+   replaces the ``forward`` of top-level segments only, so whatever later swaps modules inside
+   a segment is checkpointed with it;
 2. QAT prepare (``quant/transform.py``; quant owns int8): after checkpointing, the order
    runs have always been built in (either order composes). Checkpointing runs a segment's
    forward again in backward; the observer schedule (``quant/schedule.py``) keeps the

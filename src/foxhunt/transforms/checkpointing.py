@@ -1,158 +1,28 @@
-"""Activation checkpointing of the TFT's segments: one transform, applied from outside.
+"""The checkpointing transform, as ``foxhunt.transforms`` names it.
 
-``apply_checkpointing(model, policy)`` is the one place that decides what is checkpointed.
-The model only names its segments (``model.config.SEGMENTS``) and carries the switch
-(``TFTConfig.checkpointing``); ``foxhunt.transforms.apply_model_transforms`` applies it where
-models are built, and the planner and the benchmarks change it later. A checkpointed
-segment keeps its weights and its ``state_dict`` keys: only the instance's ``forward`` is
-replaced by a callable that runs the original forward under
-``torch.utils.checkpoint.checkpoint(..., use_reentrant=False, preserve_rng_state=True)``.
-The segment's intermediate activations are then dropped after forward and recomputed in
-backward (with the same dropout masks: the RNG state is restored), at the price of one more
-forward of the segment. In eval mode or under ``torch.no_grad`` there is nothing to save, so
-the plain forward runs.
-
-What checkpointing still holds: the segment's inputs (needed to recompute) and a copy of the
-RNG state. Every input tensor, also those nested in tuples (the LSTM state) or passed by
-keyword, is handed to ``checkpoint`` as a top-level argument, so torch keeps each of them as
-a ``SavedTensor`` (version-checked against in-place changes), and every listener in
-``INPUT_LISTENERS`` (the saved-bytes meter of ``foxhunt.memory.saved``) is told about them.
-
-Note on hooks: forward (pre-)hooks registered on a checkpointed segment fire once per call, as
-before; the recomputation calls the original forward directly, so only hooks of the modules
-inside the segment fire again in backward.
+It is implemented in :mod:`foxhunt.model.checkpointing`, below the model, because the model's
+constructor applies ``TFTConfig.checkpointing`` through it (a switch that says checkpointing
+checkpoints, whichever door built the model); this module keeps the transforms' import path.
 """
 
-from __future__ import annotations
+from foxhunt.model.checkpointing import (
+    INPUT_LISTENERS,
+    CheckpointedForward,
+    InputsListener,
+    Policy,
+    apply_checkpointing,
+    checkpointed_segments,
+    remove_checkpointing,
+    resolve_policy,
+)
 
-from collections.abc import Callable, Sequence
-from typing import Any
-
-import torch
-from torch import Tensor, nn
-from torch.utils._pytree import tree_flatten, tree_unflatten
-from torch.utils.checkpoint import checkpoint, get_device_states
-
-from foxhunt.errors import ConfigError
-from foxhunt.model.config import SEGMENTS
-
-Policy = str | Sequence[str]
-
-#: Told (segment name, tensors kept for the recompute, RNG-state bytes) each time a segment
-#: runs checkpointed; the memory meters register here, so this transform imports nothing of them.
-InputsListener = Callable[[str, list[Tensor], int], None]
-INPUT_LISTENERS: list[InputsListener] = []
-
-
-def resolve_policy(policy: Policy) -> tuple[str, ...]:
-    """``"none"`` -> (), ``"full"`` -> every segment, names -> those names in forward order."""
-    if isinstance(policy, str):
-        if policy == "none":
-            return ()
-        if policy == "full":
-            return SEGMENTS
-        raise ConfigError(
-            f'checkpointing policy {policy!r}: use "none", "full" or a tuple of segment names '
-            f"from {SEGMENTS}"
-        )
-    names = tuple(policy)
-    unknown = [name for name in names if name not in SEGMENTS]
-    if unknown:
-        raise ConfigError(
-            f"checkpointing policy {names}: unknown segments {unknown}; valid names are {SEGMENTS}"
-        )
-    return tuple(name for name in SEGMENTS if name in names)
-
-
-def apply_checkpointing(
-    model: nn.Module, policy: Policy, *, preserve_rng_state: bool = True
-) -> list[str]:
-    """Checkpoint exactly the segments ``policy`` names; return their names in forward order.
-
-    Idempotent: any earlier checkpointing is removed first, so applying a policy twice, or
-    ``"full"`` then ``("past_vsn",)``, leaves exactly the last policy in place.
-    ``preserve_rng_state=False`` exists for tests that show why it must stay True.
-    """
-    segments = resolve_policy(policy)
-    modules = [_segment(model, name) for name in segments]  # fail before changing anything
-    remove_checkpointing(model)
-    for name, module in zip(segments, modules, strict=True):
-        module.forward = CheckpointedForward(module, name, preserve_rng_state)
-    return list(segments)
-
-
-def remove_checkpointing(model: nn.Module) -> list[str]:
-    """Restore every checkpointed segment's own forward; return the names that were wrapped."""
-    removed = []
-    for name, module in model.named_children():
-        wrapper = module.__dict__.get("forward")
-        if isinstance(wrapper, CheckpointedForward):
-            if wrapper.original is None:
-                del module.forward
-            else:
-                module.forward = wrapper.original
-            removed.append(name)
-    return removed
-
-
-def checkpointed_segments(model: nn.Module) -> list[str]:
-    """Names of the segments of ``model`` that are checkpointed now, in forward order."""
-    return [
-        name
-        for name, module in model.named_children()
-        if isinstance(module.__dict__.get("forward"), CheckpointedForward)
-    ]
-
-
-class CheckpointedForward:
-    """Stands in for one segment's ``forward``; calls the original under checkpoint."""
-
-    def __init__(self, module: nn.Module, name: str, preserve_rng_state: bool) -> None:
-        self.module = module
-        self.name = name
-        self.preserve_rng_state = preserve_rng_state
-        # an instance-level forward (another transform's) is kept and restored; else the class's
-        self.original: Any = module.__dict__.get("forward")
-
-    def run(self, *args: Any, **kwargs: Any) -> Any:
-        if self.original is not None:
-            return self.original(*args, **kwargs)
-        return type(self.module).forward(self.module, *args, **kwargs)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if not (self.module.training and torch.is_grad_enabled()):
-            return self.run(*args, **kwargs)  # nothing would be saved: no recompute either
-        leaves, spec = tree_flatten((args, kwargs))
-        if INPUT_LISTENERS:
-            tensors = [t for t in leaves if isinstance(t, Tensor)]
-            rng_bytes = self._rng_state_bytes(tensors)
-            for listener in INPUT_LISTENERS:
-                listener(self.name, tensors, rng_bytes)
-
-        def segment(*flat: Any) -> Any:
-            inner_args, inner_kwargs = tree_unflatten(list(flat), spec)
-            return self.run(*inner_args, **inner_kwargs)
-
-        return checkpoint(
-            segment, *leaves, use_reentrant=False, preserve_rng_state=self.preserve_rng_state
-        )
-
-    def _rng_state_bytes(self, tensors: list[Tensor]) -> int:
-        """Bytes of the RNG states checkpoint stashes for the recompute (CPU + devices used)."""
-        if not self.preserve_rng_state:
-            return 0
-        _, device_states = get_device_states(*tensors)
-        return torch.get_rng_state().nbytes + sum(s.nbytes for s in device_states)
-
-    def __repr__(self) -> str:
-        return f"CheckpointedForward({self.name})"
-
-
-def _segment(model: nn.Module, name: str) -> nn.Module:
-    module = getattr(model, name, None)
-    if not isinstance(module, nn.Module):
-        raise ConfigError(
-            f"cannot checkpoint segment {name!r}: {type(model).__name__} has no child module "
-            f"of that name (expected a TemporalFusionTransformer with {SEGMENTS})"
-        )
-    return module
+__all__ = [
+    "INPUT_LISTENERS",
+    "CheckpointedForward",
+    "InputsListener",
+    "Policy",
+    "apply_checkpointing",
+    "checkpointed_segments",
+    "remove_checkpointing",
+    "resolve_policy",
+]

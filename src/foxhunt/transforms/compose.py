@@ -16,7 +16,9 @@ M = TypeVar("M", bound=nn.Module)
 
 def apply_model_transforms(model: M, config: TFTConfig, *, qat: QATConfig | None = None) -> M:
     """Apply, in place and in this order, what ``config`` and ``qat`` ask of a new model:
-    activation checkpointing (``config.checkpointing``), then QAT prepare. Returns ``model``.
+    activation checkpointing (``config.checkpointing``; the constructor has applied it
+    already, and applying it again is a no-op that also serves a model whose class does not),
+    then QAT prepare. Returns ``model``.
 
     DDP is not applied here: it wraps last, in the ``Trainer`` (``training/distributed.py``,
     ``wrap_ddp``). Called by the job, ``load_run``, the export loader and the benchmarks, so
