@@ -134,8 +134,9 @@ class DataConfig:
         feature_groups: groups of the feature library fed after those inputs, each "name"
             (its default windows) or "name:w1/w2/..." (windows in bars): returns, realized,
             ranges, activity, location, trend, shape, cross (several symbols), cycles
-            (known in advance); docs/data.md lists their inputs and formulas. Empty = today's
-            inputs only. `foxhunt inspect FILE --features` lists every input.
+            (known in advance), instrument (static, per symbol); docs/data.md lists their
+            inputs and formulas. Empty = today's inputs only. `foxhunt inspect FILE
+            --features` lists every input.
         baseline_window: bars of the rolling volatility behind each window's baseline scale
             (>= 2): the RMS of the last `baseline_window` returns divided by their intraday
             profile, up to the anchor bar; windows anchored in its warm-up are dropped. The
