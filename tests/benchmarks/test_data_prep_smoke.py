@@ -18,3 +18,6 @@ def test_data_prep_benchmark_prints_its_table() -> None:
     assert lines[0].startswith("wrote 27,120 rows (10 instruments x 2 days")
     rows = [line for line in lines if line.startswith(("one file", "daily folder"))]
     assert len(rows) == 4 and sum("27,120 rows" in line for line in rows) == 2
+    library = next(line for line in lines if line.startswith("features"))
+    assert "tft-225" in library and "27,120 rows" in library
+    assert int(library.split(" windows, ")[1].split()[0]) >= 220  # observed + known inputs

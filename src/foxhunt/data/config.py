@@ -11,6 +11,7 @@ import pandas as pd
 
 from foxhunt.config_fields import check_known_fields, with_legacy_values
 from foxhunt.data.calendar_setting import parse_calendar
+from foxhunt.data.features.registry import parse_groups
 from foxhunt.data.timesplit import TimeSplit
 from foxhunt.errors import ConfigError
 
@@ -23,6 +24,7 @@ _TUPLE_FIELDS = (
     "observed_columns",
     "known_columns",
     "volatility_windows",
+    "feature_groups",
     "synthetic_symbols",
     "symbols",
 )
@@ -129,6 +131,12 @@ class DataConfig:
         observed_columns: extra numeric columns of the file, fed as past-only inputs.
         known_columns: extra numeric columns known in advance, fed as past and future inputs.
         volatility_windows: bars of each rolling realized-volatility feature (each >= 2).
+        feature_groups: groups of the feature library fed after those inputs, each "name"
+            (its default windows) or "name:w1/w2/..." (windows in bars): returns, realized,
+            ranges, activity, location, trend, shape, cross (several symbols), cycles
+            (known in advance), instrument (static, per symbol); docs/data.md lists their
+            inputs and formulas. Empty = today's inputs only. `foxhunt inspect FILE
+            --features` lists every input.
         baseline_window: bars of the rolling volatility behind each window's baseline scale
             (>= 2): the RMS of the last `baseline_window` returns divided by their intraday
             profile, up to the anchor bar; windows anchored in its warm-up are dropped. The
@@ -163,6 +171,7 @@ class DataConfig:
     observed_columns: tuple[str, ...] = ()
     known_columns: tuple[str, ...] = ()
     volatility_windows: tuple[int, ...] = (12, 48)
+    feature_groups: tuple[str, ...] = ()
     baseline_window: int = 64
     fast_window: int = 16
     synthetic_days: int = 60
@@ -226,6 +235,7 @@ class DataConfig:
         windows = self.volatility_windows
         if any(not _is_int(w) or w < 2 for w in windows) or len(set(windows)) != len(windows):
             raise _fail("volatility_windows", windows, "use distinct integers >= 2, e.g. (12, 48)")
+        parse_groups(self.feature_groups)  # ConfigError naming the field and the entry
 
     def _check_names(self) -> None:
         if self.timezone is not None:

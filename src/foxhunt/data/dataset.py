@@ -31,6 +31,7 @@ class WindowDataset(Dataset[TFTBatch]):
         base_volatility [N] float32   baseline volatility known at each bar (None: no scale)
         profile       [N] float32     intraday relative volatility of each bar
         vol_signal    [N] float32     log(fast / base volatility) at each bar (None: none)
+        static_values [S, K] float32  static inputs of each symbol code (None: none)
     and `anchors` [W] int64, the row of the last observed bar of each window. Window i is
     rows anchors[i]-L+1 .. anchors[i] (past) and anchors[i]+1 .. anchors[i]+H (future,
     target); nothing is copied per window. The baseline's standard deviation of each target
@@ -52,6 +53,7 @@ class WindowDataset(Dataset[TFTBatch]):
         base_volatility: Tensor | None = None,
         profile: Tensor | None = None,
         vol_signal: Tensor | None = None,
+        static_values: Tensor | None = None,
     ) -> None:
         if (base_volatility is None) != (profile is None):
             raise ValueError("give base_volatility and profile together, or neither")
@@ -67,6 +69,7 @@ class WindowDataset(Dataset[TFTBatch]):
         self.base_volatility = base_volatility
         self.profile = profile
         self.vol_signal = vol_signal
+        self.static_values = static_values
         self._past_offsets = torch.arange(-lookback + 1, 1)
         self._future_offsets = torch.arange(1, horizon + 1)
 
@@ -98,12 +101,16 @@ class WindowDataset(Dataset[TFTBatch]):
         signal = None
         if self.vol_signal is not None:
             signal = self.vol_signal.index_select(0, anchor)[:, None]
+        codes = self.symbol_codes.index_select(0, anchor)
+        static = torch.zeros(batch, 0)
+        if self.static_values is not None:
+            static = self.static_values.index_select(0, codes)  # [B, K]
         return TFTBatch(
-            static=torch.zeros(batch, 0),
+            static=static,
             past=past,  # [B, L, P]
             future=future,  # [B, H, F]
             target=target,  # [B, H]
-            static_categorical=self.symbol_codes.index_select(0, anchor)[:, None],  # [B, 1]
+            static_categorical=codes[:, None],  # [B, 1]
             anchor=anchor,  # [B]
             scale=scale,  # [B, H]
             vol_signal=signal,  # [B, 1]

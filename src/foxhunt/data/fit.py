@@ -104,6 +104,7 @@ def check_compatible(preprocessor: Preprocessor, config: DataConfig, spec: Featu
         "baseline_window": (config.baseline_window, preprocessor.baseline_window),
         "observed_columns": (spec.observed_columns, preprocessor.spec.observed_columns),
         "known_columns": (spec.known_columns, preprocessor.spec.known_columns),
+        "feature_groups": (spec.groups, preprocessor.spec.groups),
         "cross_breaks": (config.cross_breaks, preprocessor.cross_breaks),
         "max_gap": (wanted_gap, saved_gap),
         "roll_adjust": (config.roll_adjust, preprocessor.roll_adjust),

@@ -64,8 +64,10 @@ def latest_windows(
         future_profile = pre.profile(minutes, codes).reshape(len(ends), pre.horizon)
         scale = baseline.volatility[ends][:, None] * future_profile  # [B, H]
         scale = torch.from_numpy(scale.astype(np.float32))
+    last_codes = torch.from_numpy(encoded.symbol_codes[ends].astype(np.int64))
+    table = pre.static_values()
     batch = TFTBatch(
-        static=torch.zeros(len(ends), 0),
+        static=torch.zeros(len(ends), 0) if table is None else table.index_select(0, last_codes),
         past=torch.from_numpy(past),
         future=torch.from_numpy(future_inputs),
         static_categorical=torch.from_numpy(encoded.symbol_codes[ends][:, None].copy()),
@@ -91,7 +93,7 @@ def _check_latest(
         raise DataError(
             f"{source}: symbol {name!r} has {int((codes == codes[rows[b, -1]]).sum())} bars; "
             f"a forecast needs its last {pre.lookback} with complete features, i.e. about "
-            f"{pre.lookback + max((*pre.spec.volatility_windows, pre.baseline_window))} bars"
+            f"{pre.lookback + max(pre.spec.warmup_bars, pre.baseline_window)} bars"
         )
     gaps = gap_flags(codes, pre.gap_times(encoded), pre.max_gap_ns)
     if gaps[rows[:, 1:]].any():

@@ -10,9 +10,11 @@ import pandas as pd
 
 from foxhunt.data.calendar import gap_clock
 from foxhunt.data.config import DataConfig
+from foxhunt.data.contracts import contract_series_starts
 from foxhunt.data.dataset import WindowDataset
 from foxhunt.data.encoded import EncodedFrame, FeatureSchema
-from foxhunt.data.features import FeatureSpec
+from foxhunt.data.features import FeatureSpec, parse_groups
+from foxhunt.data.features.fitting import constant_inputs, drop_inputs, fit_feature_state
 from foxhunt.data.fit import check_compatible, fit_preprocessor, new_run_calendar, resolve_max_gap
 from foxhunt.data.io import normalize_timestamps, timezone_name
 from foxhunt.data.preprocess import Preprocessor
@@ -85,7 +87,7 @@ def load_frame(config: DataConfig) -> pd.DataFrame:
     return frame
 
 
-def _check_windows(index: WindowIndex, config: DataConfig, source: str) -> None:
+def _check_windows(index: WindowIndex, config: DataConfig, source: str, warmup: int) -> None:
     fractions = {"train": 1.0, "validation": config.val_fraction, "test": config.test_fraction}
     if config.split is not None:  # an empty validation span (no early stopping) is allowed
         bounds = config.split.bounds_ns()
@@ -96,10 +98,43 @@ def _check_windows(index: WindowIndex, config: DataConfig, source: str) -> None:
             raise DataError(
                 f"{source}: the {name} split has no complete window of lookback "
                 f"{config.lookback} + horizon {config.horizon} bars (after a rolling warm-up of "
-                f"{max((*config.volatility_windows, config.baseline_window))} bars, with max_gap "
+                f"{max(warmup, config.baseline_window)} bars, with max_gap "
                 f"{config.max_gap}); use more bars, a smaller lookback/horizon or larger "
                 "val_fraction/test_fraction"
             )
+
+
+def _encode_new_run(
+    frame: pd.DataFrame, config: DataConfig, spec: FeatureSpec, source: str, min_rows: int
+) -> tuple[EncodedFrame, FeatureSpec, CategoryEncoder, int]:
+    """A new run's validated, encoded bars, its spec with calendar and fitted feature state,
+    symbol encoder and median bar spacing."""
+    frame, contracts = validated_series(
+        frame,
+        source=source,
+        min_rows=min_rows,
+        extra_columns=spec.user_columns,
+        contract_column=config.contract_column,
+        roll_adjust=config.roll_adjust,
+    )
+    timezone = timezone_name(frame["timestamp"].dt.tz)
+    spec = replace(spec, calendar=new_run_calendar(config, frame, source))
+    encoder = CategoryEncoder.fit("symbol", frame["symbol"].unique())
+    codes = encoder.encode(frame["symbol"].to_numpy(), source=source)
+    series = np.cumsum(contract_series_starts(codes, frame, contracts)) - 1
+    times_ns = pd.DatetimeIndex(frame["timestamp"]).as_unit("ns").asi8
+    spacing = median_spacing_ns(series, times_ns)
+    train = _splits(times_ns, config)[1] == 0
+    # the library's state (sessions, typical volume) is fitted on the training rows only
+    spec = fit_feature_state(
+        frame, spec, series_codes=series, train=train, timezone=timezone, spacing_ns=spacing
+    )
+    encoded = EncodedFrame.build(
+        frame, spec, timezone=timezone, codes=codes, contract_column=contracts
+    )
+    if spec.groups and (dropped := constant_inputs(encoded.features, spec, train)):
+        spec, encoded = drop_inputs(spec, encoded, dropped)
+    return encoded, spec, encoder, spacing
 
 
 def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None) -> PreparedData:
@@ -110,7 +145,12 @@ def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None
     """
     frame = load_frame(config)
     source = str(frame.attrs.get("source", config.path))
-    spec = FeatureSpec(config.volatility_windows, config.observed_columns, config.known_columns)
+    spec = FeatureSpec(
+        config.volatility_windows,
+        config.observed_columns,
+        config.known_columns,
+        groups=parse_groups(config.feature_groups),
+    )
     min_rows = config.lookback + config.horizon
     if preprocessor is not None:
         check_compatible(preprocessor, config, spec)
@@ -119,30 +159,10 @@ def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None
         timezone, encoder = preprocessor.timezone, preprocessor.symbols
         max_gap_ns, spacing = preprocessor.max_gap_ns, preprocessor.bar_spacing_ns
     else:
-        frame, contracts = validated_series(
-            frame,
-            source=source,
-            min_rows=min_rows,
-            extra_columns=spec.user_columns,
-            contract_column=config.contract_column,
-            roll_adjust=config.roll_adjust,
-        )
-        timezone = timezone_name(frame["timestamp"].dt.tz)
-        spec = replace(spec, calendar=new_run_calendar(config, frame, source))
-        encoder = CategoryEncoder.fit("symbol", frame["symbol"].unique())
-        codes = encoder.encode(frame["symbol"].to_numpy(), source=source)
-        encoded = EncodedFrame.build(
-            frame, spec, timezone=timezone, codes=codes, contract_column=contracts
-        )
-        spacing = median_spacing_ns(encoded.series_codes, encoded.times_ns)
+        encoded, spec, encoder, spacing = _encode_new_run(frame, config, spec, source, min_rows)
+        timezone = timezone_name(encoded.frame["timestamp"].dt.tz)
         max_gap_ns = resolve_max_gap(config.max_gap, spacing)
-    if config.split is None:
-        cuts = split_cuts(encoded.times_ns, config.val_fraction, config.test_fraction)
-        splits = split_codes(encoded.times_ns, cuts)
-    else:  # a walk-forward fold: explicit bounds, rows outside them unused
-        bounds = config.split.bounds_ns()
-        cuts = np.asarray([bounds[1], bounds[3]], dtype=np.int64)
-        splits = time_split_codes(encoded.times_ns, config.split)
+    cuts, splits = _splits(encoded.times_ns, config)
     row_symbols = np.asarray(encoder.categories, dtype=object)[encoded.symbol_codes]
     clock_ns = gap_clock(encoded.times_ns, spec.calendar, config.cross_breaks, row_symbols)
     index = index_windows(
@@ -154,7 +174,7 @@ def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None
         horizon=config.horizon,
         max_gap_ns=max_gap_ns,
     )
-    _check_windows(index, config, source)
+    _check_windows(index, config, source, spec.warmup_bars)
     if preprocessor is None:
         preprocessor = fit_preprocessor(
             encoded,
@@ -169,7 +189,8 @@ def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None
         )
     baseline = preprocessor.baseline(encoded)  # once for the warm-up and the windows
     anchors = preprocessor.ready_anchors(index.anchors, baseline)
-    _check_windows(replace(index, anchors=anchors), config, source)  # after the baseline warm-up
+    # again after the baseline warm-up
+    _check_windows(replace(index, anchors=anchors), config, source, spec.warmup_bars)
     datasets = preprocessor.windows(encoded, anchors, baseline)
     summary = DataSummary(
         source=source,
@@ -204,6 +225,16 @@ def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None
         preprocessor=preprocessor,
         summary=summary,
     )
+
+
+def _splits(times_ns: np.ndarray, config: DataConfig) -> tuple[np.ndarray, np.ndarray]:
+    """The two split times and each row's split code (0 train, 1 validation, 2 test)."""
+    if config.split is None:
+        cuts = split_cuts(times_ns, config.val_fraction, config.test_fraction)
+        return cuts, split_codes(times_ns, cuts)
+    bounds = config.split.bounds_ns()  # a walk-forward fold: explicit bounds, rows outside unused
+    cuts = np.asarray([bounds[1], bounds[3]], dtype=np.int64)
+    return cuts, time_split_codes(times_ns, config.split)
 
 
 def _cut_time(ns: np.int64, timezone: str) -> pd.Timestamp | None:

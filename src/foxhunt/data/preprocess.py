@@ -21,6 +21,7 @@ from foxhunt.data.calendar import gap_clock
 from foxhunt.data.dataset import WindowDataset
 from foxhunt.data.encoded import EncodedFrame, FeatureSchema
 from foxhunt.data.features import TARGET_NAME, FeatureSpec, series_starts
+from foxhunt.data.features.instrument import static_table
 from foxhunt.data.io import normalize_timestamps
 from foxhunt.data.scaling import CategoryEncoder, StandardScaler, TargetScaler
 from foxhunt.data.series import validated_series
@@ -73,7 +74,7 @@ class Preprocessor:
     @property
     def schema(self) -> FeatureSchema:
         return FeatureSchema(
-            static_names=(),
+            static_names=self.spec.static_names,
             static_categorical_names=("symbol",),
             static_cardinalities=(self.symbols.cardinality,),
             past_names=(*self.spec.observed_names, *self.spec.known_names),
@@ -125,6 +126,12 @@ class Preprocessor:
             codes=encoded.symbol_codes,
         )
 
+    def static_values(self) -> torch.Tensor | None:
+        """[S, K] the static inputs of each symbol code (None: the spec has none)."""
+        if not self.spec.static_names:
+            return None
+        return torch.from_numpy(static_table(self.spec.instrument, self.symbols.categories))
+
     @staticmethod
     def ready_anchors(
         anchors: dict[str, np.ndarray], baseline: BaselineRows | None
@@ -155,6 +162,7 @@ class Preprocessor:
             profile = torch.from_numpy(baseline.profile.astype(np.float32))
             if baseline.signal is not None:
                 signal = torch.from_numpy(baseline.signal.astype(np.float32))
+        static = self.static_values()
         return {
             name: WindowDataset(
                 past_values=values,
@@ -169,6 +177,7 @@ class Preprocessor:
                 base_volatility=volatility,
                 profile=profile,
                 vol_signal=signal,
+                static_values=static,
             )
             for name, rows in anchors.items()
         }

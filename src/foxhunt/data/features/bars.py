@@ -1,0 +1,130 @@
+"""The bars every feature group reads: OHLCV of rows sorted by series then time, the
+per-series log returns, session numbers and the helpers that keep rolling and session
+statistics inside one series (a symbol, or a contract)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+#: Without a fitted session gap, a step longer than this many median bar spacings (within a
+#: series) starts a new session: the daily break, a weekend, a holiday.
+SESSION_GAP_FACTOR = 3.0
+
+
+@dataclass(frozen=True)
+class Bars:
+    """[N] float64 OHLCV and what the groups derive from it, rows sorted by series, time."""
+
+    open: np.ndarray
+    high: np.ndarray
+    low: np.ndarray
+    close: np.ndarray
+    volume: np.ndarray
+    times_ns: np.ndarray  # int64 UTC
+    returns: np.ndarray  # log(close_t / close_{t-1}), NaN at each series' first bar
+    series: np.ndarray  # int64 series code, non-decreasing
+    session: np.ndarray  # int64 session number, non-decreasing, new at each series start
+    minute: np.ndarray  # int64 minute of day in the feature timezone
+    symbols: np.ndarray  # object: each row's symbol name
+    volume_profile: dict[str, np.ndarray]  # symbol -> [1440] typical log volume by minute
+
+    @property
+    def log_close(self) -> np.ndarray:
+        return np.log(self.close)
+
+    def bounds(self) -> list[tuple[int, int]]:
+        """(start, stop) rows of each series."""
+        starts = np.flatnonzero(np.diff(self.series, prepend=self.series[:1] - 1))
+        stops = np.append(starts[1:], len(self.series))
+        return list(zip(starts.tolist(), stops.tolist(), strict=True))
+
+
+def session_numbers(series: np.ndarray, times_ns: np.ndarray, gap_ns: int | None) -> np.ndarray:
+    """[N] session number: a new one at each series start and each step over `gap_ns`
+    (None: SESSION_GAP_FACTOR x the median spacing of these bars)."""
+    new = np.ones(len(series), dtype=bool)
+    if len(series) > 1:
+        same = series[1:] == series[:-1]
+        steps = np.diff(times_ns)
+        if gap_ns is None:
+            gap_ns = int(SESSION_GAP_FACTOR * np.median(steps[same])) if same.any() else 0
+        new[1:] = ~same | (steps > gap_ns)
+    return np.cumsum(new) - 1
+
+
+def per_series(bars: Bars, width: int, fn: Callable[[slice], np.ndarray]) -> np.ndarray:
+    """[N, width]: `fn(rows)` -> [n, width] of each series' slice of rows, so that no rolling
+    statistic or moving average ever reaches into another series."""
+    out = np.empty((len(bars.close), width))
+    for start, stop in bars.bounds():
+        out[start:stop] = fn(slice(start, stop))
+    return out
+
+
+def rolling(x: np.ndarray, window: int, how: str) -> np.ndarray:
+    """A full-window rolling statistic of one series: NaN until `window` values are in, and
+    wherever the window holds a NaN. Sums and means are differences of cumulative sums (a
+    few times faster than pandas' rolling, and as causal: row t reads rows <= t only);
+    the rest is pandas'."""
+    if how not in ("sum", "mean"):
+        roll = pd.Series(x).rolling(window, min_periods=window)
+        return np.array(getattr(roll, how)().to_numpy(), dtype=np.float64)
+    missing = np.isnan(x)
+    sums = np.concatenate([[0.0], np.cumsum(np.where(missing, 0.0, x))])
+    holes = np.concatenate([[0], np.cumsum(missing)])
+    out = np.full(len(x), np.nan)
+    if window <= len(x):
+        total = sums[window:] - sums[:-window]
+        total[holes[window:] - holes[:-window] > 0] = np.nan
+        out[window - 1 :] = total / window if how == "mean" else total
+    return out
+
+
+def ewm_mean(x: np.ndarray, *, span: float | None = None, alpha: float | None = None) -> np.ndarray:
+    """A recursive exponential average of one series, NaN for its first `span` values."""
+    warm = int(span) if span is not None else round(1 / alpha) if alpha else 1
+    average = pd.Series(x).ewm(span=span, alpha=alpha, adjust=False, min_periods=warm)
+    return np.array(average.mean().to_numpy(), dtype=np.float64)
+
+
+def session_first_row(session: np.ndarray) -> np.ndarray:
+    """[N] the row index of each row's session's first bar."""
+    starts = np.ones(len(session), dtype=bool)
+    starts[1:] = session[1:] != session[:-1]
+    return np.maximum.accumulate(np.where(starts, np.arange(len(session)), 0))
+
+
+def session_cumulative(x: np.ndarray, session: np.ndarray, how: str) -> np.ndarray:
+    """Running cumsum / cummax / cummin of `x` since its session's first bar (causal)."""
+    return np.asarray(getattr(pd.Series(x).groupby(session), how)().to_numpy(), dtype=np.float64)
+
+
+def previous_session_close(bars: Bars) -> np.ndarray:
+    """[N] the last close of the session before each row's, in the same series (else NaN)."""
+    first = session_first_row(bars.session)
+    before = np.maximum(first - 1, 0)
+    same_series = (first > 0) & (bars.series[before] == bars.series[first])
+    return np.where(same_series, bars.close[before], np.nan)
+
+
+def rolling_var(x: np.ndarray, window: int) -> np.ndarray:
+    """Sample variance over full windows of values centred near 0 (returns), from cumulative
+    sums: (sum x^2 - (sum x)^2 / w) / (w - 1); not for values far from 0 (prices)."""
+    total, squares = rolling(x, window, "sum"), rolling(x * x, window, "sum")
+    return np.maximum(squares - total * total / window, 0.0) / (window - 1)
+
+
+def root(x: np.ndarray) -> np.ndarray:
+    """sqrt of a variance that rounding may have left a hair below 0 (NaN stays NaN)."""
+    return np.sqrt(np.maximum(x, 0.0))
+
+
+def safe_divide(num: np.ndarray, den: np.ndarray, fill: float = 0.0) -> np.ndarray:
+    """num / den where den != 0, else `fill` (NaN stays NaN)."""
+    out = np.full(np.broadcast(num, den).shape, fill)
+    np.divide(num, den, out=out, where=den != 0)
+    return np.where(np.isnan(num) | np.isnan(den), np.nan, out)

@@ -1,0 +1,70 @@
+"""`foxhunt inspect FILE --features`: every input with its group, window and warm-up."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from foxhunt.cli import main
+from foxhunt.data import generate_bars
+
+
+@pytest.fixture(scope="module")
+def bars_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("bars") / "es.parquet"
+    generate_bars(days=2, seed=0).to_parquet(path)
+    return path
+
+
+def listing(capsys: pytest.CaptureFixture[str], *argv: str) -> list[dict[str, object]]:
+    assert main(["inspect", *argv, "--features", "--json", "--calendar", "none"]) == 0
+    rows: list[dict[str, object]] = json.loads(capsys.readouterr().out)
+    return rows
+
+
+def test_the_default_inputs(bars_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = listing(capsys, str(bars_file))
+    assert [r["name"] for r in rows][:3] == ["symbol", "log_return", "log_range"]
+    vol = next(r for r in rows if r["name"] == "realized_vol_48")
+    assert (vol["group"], vol["window"], vol["warmup"], vol["kind"]) == (
+        "realized_vol",
+        48,
+        "48 bars",
+        "observed",
+    )
+    assert sum(r["kind"] == "observed" for r in rows) == 6
+
+
+def test_the_tft_225_preset(bars_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = listing(capsys, str(bars_file), "--preset", "tft-225")
+    assert sum(r["kind"] == "observed" for r in rows) >= 210
+    yz = next(r for r in rows if r["name"] == "yz_1380")
+    assert (yz["group"], yz["window"], yz["warmup"]) == ("ranges", 1380, "1380 bars")
+    assert {"month_sin", "days_to_month_end"} <= {r["name"] for r in rows if r["kind"] == "known"}
+
+
+def test_bad_groups_are_one_line(bars_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", str(bars_file), "--features", "--feature-groups", "nope"]) == 2
+    assert main(["inspect", str(bars_file), "--features", "--feature-groups", "cross"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown feature group 'nope'" in err and "'cross' needs several symbols" in err
+
+
+def test_the_feature_groups_round_trip(tmp_path: Path) -> None:
+    """Flags, a YAML config and the Python API give one DataConfig.feature_groups."""
+    from foxhunt.cli.resolve import resolve
+    from foxhunt.cli.train_config import run_config, train_command
+    from foxhunt.data import DataConfig
+
+    groups = ("returns:3/6", "realized", "cross:1/12")
+    flags = run_config(resolve(train_command(), ["--feature-groups", ",".join(groups)])[1])
+    yaml_file = tmp_path / "c.yaml"
+    yaml_file.write_text("data:\n  feature_groups: [returns:3/6, realized, cross:1/12]\n")
+    from_yaml = run_config(resolve(train_command(), ["--config", str(yaml_file)])[1])
+    api = DataConfig(feature_groups=groups)
+    assert flags.data.feature_groups == from_yaml.data.feature_groups == api.feature_groups
+    assert DataConfig.from_dict(api.to_dict()) == api
+    legacy = {k: v for k, v in api.to_dict().items() if k != "feature_groups"}
+    assert DataConfig.from_dict(legacy).feature_groups == ()  # runs saved before the library
