@@ -51,6 +51,9 @@ ALLOWED = {
     # both) chooses between a run and its int8 export
     "runs": {"baselines", "config_fields", "data", "errors", "model", "storage", "training"},
     "serving": {"exports", "runs"},
+    # the one scoring path: a run's baselines (fitted, or read from its baseline.json) and the
+    # model's forecasts on the same windows; it runs no model and imports no training code
+    "scoring": {"baselines", "data", "errors", "runs", "storage", "task"},
     # loggers on the training callback seam: they read the trainer, the run folder's files
     # and memory; the job never imports them (the doors wire them in)
     "tracking": {"errors", "memory", "runs", "training"},
@@ -65,6 +68,9 @@ BACKTEST_IMPORTERS = {"backtest", "cli", "tune"}
 
 #: a job ties data, model, trainer and run folder together: only what runs jobs imports it
 JOB_IMPORTERS = {"jobs", "backtest", "cli", "report", "tune"}
+
+#: the scoring path serves what scores a run: the train job, evaluate, the backtest
+SCORING_IMPORTERS = {"scoring", "jobs", "backtest", "cli", "report", "tune"}
 
 #: the tuner runs jobs and backtests (and needs Optuna): only the doors (cli) import it
 TUNE_IMPORTERS = {"tune", "cli"}
@@ -289,6 +295,7 @@ TRACKING_IMPORTERS = {"tracking", "cli"}
     [
         ("backtest", BACKTEST_IMPORTERS),
         ("jobs", JOB_IMPORTERS),
+        ("scoring", SCORING_IMPORTERS),
         ("exports", EXPORTS_IMPORTERS),
         ("tune", TUNE_IMPORTERS),
         ("tracking", TRACKING_IMPORTERS),
