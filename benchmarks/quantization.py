@@ -25,7 +25,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -35,9 +34,9 @@ from foxhunt.exports.int8 import export_run, load_export
 from foxhunt.jobs.train import JobOptions, train
 from foxhunt.quant import QATConfig
 from foxhunt.quant.kernel import available as int8_kernel
-from foxhunt.runs import BASELINE_FILE, INT8_WEIGHTS_FILE, WEIGHTS_FILE, RunConfig, read_json
+from foxhunt.runs import INT8_WEIGHTS_FILE, WEIGHTS_FILE, RunConfig
 from foxhunt.serving import load_run
-from foxhunt.task import bp_per_unit, score
+from foxhunt.task import bp_per_unit, forecast_metrics
 from foxhunt.training.config import TrainingConfig
 from foxhunt.training.inference import predict_windows
 
@@ -64,11 +63,8 @@ def test_loss(folder: Path, config: RunConfig) -> float:
     pred, target, _ = predict_windows(loaded.model, data.test, batch_size=512)
     assert target is not None
     scale = bp_per_unit(loaded.preprocessor)
-    historical = np.asarray(read_json(folder / BASELINE_FILE)["historical_quantiles"])
-    quantiles = loaded.config.model.quantiles
-    return float(
-        score(pred * scale, target * scale, historical, quantiles)["test"]["mean_quantile_loss"]
-    )
+    metrics = forecast_metrics(pred * scale, target * scale, loaded.config.model.quantiles)
+    return float(metrics["mean_quantile_loss"])
 
 
 def latency_ms(models: dict[str, nn.Module], batch: TFTBatch, repeats: int) -> dict[str, float]:

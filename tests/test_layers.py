@@ -55,6 +55,9 @@ ALLOWED = {
     "runs": {"baselines", "config_fields", "data", "errors", "model", "storage", "training"},
     "trained_run": {"errors", "quant", "runs", "transforms"},
     "serving": {"exports", "runs", "trained_run"},
+    # the one scoring path: a run's baselines (fitted, or read from its baseline.json) and the
+    # model's forecasts on the same windows; it runs no model and imports no training code
+    "scoring": {"baselines", "data", "errors", "runs", "storage", "task"},
     # loggers on the training callback seam: they read the trainer, the run folder's files
     # and memory; the job never imports them (the doors wire them in)
     "tracking": {"errors", "memory", "runs", "training"},
@@ -69,6 +72,9 @@ BACKTEST_IMPORTERS = {"backtest", "cli", "tune"}
 
 #: a job ties data, model, trainer and run folder together: only what runs jobs imports it
 JOB_IMPORTERS = {"jobs", "backtest", "cli", "report", "tune"}
+
+#: the scoring path serves what scores a run: the train job, evaluate, the backtest
+SCORING_IMPORTERS = {"scoring", "jobs", "backtest", "cli", "report", "tune"}
 
 #: the tuner runs jobs and backtests (and needs Optuna): only the doors (cli) import it
 TUNE_IMPORTERS = {"tune", "cli"}
@@ -294,6 +300,7 @@ TRACKING_IMPORTERS = {"tracking", "cli"}
     [
         ("backtest", BACKTEST_IMPORTERS),
         ("jobs", JOB_IMPORTERS),
+        ("scoring", SCORING_IMPORTERS),
         ("exports", EXPORTS_IMPORTERS),
         ("tune", TUNE_IMPORTERS),
         ("tracking", TRACKING_IMPORTERS),

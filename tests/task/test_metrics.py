@@ -64,8 +64,13 @@ def test_an_unavailable_baseline_is_a_nan_row_not_a_crash(caplog) -> None:
     target = rng.normal(size=(20, 2))
     pred = np.broadcast_to([-1.0, 0.0, 1.0], (20, 2, 3)).copy()
     quantiles = (0.1, 0.5, 0.9)
-    vol = {"realized_vol": pred * 1.2, "garch_t": np.full_like(pred, np.nan)}
-    metrics = score(pred, target, np.zeros((2, 3)), quantiles, vol=vol)
+    baselines = {
+        "historical_quantiles": np.zeros_like(pred),
+        "zero": np.zeros_like(pred),
+        "realized_vol": pred * 1.2,
+        "garch_t": np.full_like(pred, np.nan),
+    }
+    metrics = score(pred, target, quantiles, baselines=baselines)
     assert list(metrics["baselines"]) == ["historical_quantiles", "zero", "realized_vol", "garch_t"]
     garch = metrics["baselines"]["garch_t"]
     assert np.isnan(garch["mean_quantile_loss"]) and "unavailable" in garch

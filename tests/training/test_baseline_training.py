@@ -59,16 +59,16 @@ def test_the_untrained_baseline_model_is_the_realized_vol_row(
 ) -> None:
     """One profile and one causal RMS serve both: the realized-vol baseline of the metrics
     table forecasts, window for window, what a "baseline" model does before training."""
-    from foxhunt.baselines import BASIS_POINTS, fit_baselines
-    from foxhunt.training.comparison import bar_returns, vol_baselines
+    from foxhunt.baselines import BASIS_POINTS
+    from foxhunt.scoring import fit_run_baselines
     from foxhunt.training.inference import predict_windows
 
     torch.manual_seed(0)
     model = TemporalFusionTransformer(replace(tiny_model_config, output="baseline")).eval()
     pred, _, _ = predict_windows(model, tiny_data.test)
     unit = tiny_data.preprocessor.target_scale * BASIS_POINTS
-    train_end = tiny_data.summary.validation_start
-    bars = bar_returns(tiny_data.test, tiny_data.preprocessor, train_end=train_end)
-    fitted = fit_baselines(bars, window=tiny_data.preprocessor.baseline_window)
-    row = vol_baselines(fitted, bars, tiny_data.test, tiny_model_config.quantiles)["realized_vol"]
+    quantiles = tiny_model_config.quantiles
+    window = tiny_data.preprocessor.baseline_window
+    baselines = fit_run_baselines(tiny_data, quantiles, window=window)
+    row = baselines.forecasts(tiny_data.test, tiny_data.preprocessor, quantiles)["realized_vol"]
     np.testing.assert_allclose(pred * unit, row, rtol=2e-4, atol=1e-6)

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 from pathlib import Path
 from typing import Any
 
 from foxhunt.cli.common import add_data_file_arguments, read_frame
 from foxhunt.errors import ConfigError
-
-log = logging.getLogger("foxhunt.evaluate")
 
 
 def register(sub: Any) -> None:
@@ -35,20 +32,11 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # imported here: registering the flags (--help) needs none of them, nor torch
-    import numpy as np
-
-    from foxhunt.baselines import FittedBaselines
     from foxhunt.data.spacing import check_spacing
-    from foxhunt.runs import BASELINE_FILE, RunFileError, check_output_file, read_baseline_state
+    from foxhunt.runs import check_output_file
+    from foxhunt.scoring import WindowForecasts, read_run_baselines, score_windows
     from foxhunt.serving import load_run
     from foxhunt.storage import atomic_write_json
-    from foxhunt.task import all_baselines, bp_per_unit, results_table, score
-    from foxhunt.training.comparison import (
-        bar_returns,
-        forecast_frame,
-        vol_baselines,
-        write_forecasts,
-    )
     from foxhunt.training.inference import predict_windows
 
     if args.json is not None:
@@ -63,34 +51,17 @@ def run(args: argparse.Namespace) -> int:
     dataset = loaded.preprocessor.dataset(frame)
     pred, target, _ = predict_windows(loaded.model, dataset)
     assert target is not None
-    scale = bp_per_unit(loaded.preprocessor)
-    pred, target = pred * scale, target * scale
     quantiles = loaded.config.model.quantiles
-    saved = read_baseline_state(
-        args.run_dir / BASELINE_FILE,
-        horizon=loaded.config.model.inputs.horizon,
-        quantiles=len(quantiles),
+    # fitted on the run's train span; filtered over this file without refitting
+    baselines = read_run_baselines(
+        args.run_dir, horizon=loaded.config.model.inputs.horizon, quantiles=len(quantiles)
     )
-    historical = np.asarray(saved["historical_quantiles"])
-    vol = None
-    if "volatility" in saved:  # fitted on the run's train span; filtered over this file
-        bars = bar_returns(dataset, loaded.preprocessor, train_end=None)
-        try:  # the saved state's shapes and types only show when it is used: name the file
-            fitted = FittedBaselines.from_state_dict(saved["volatility"])
-            vol = vol_baselines(fitted, bars, dataset, quantiles)
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
-            where = args.run_dir / BASELINE_FILE
-            raise RunFileError(f"{where}: volatility is damaged ({exc!r})") from None
-    else:
-        log.warning(
-            "%s predates the volatility baselines; retrain to compare with them", BASELINE_FILE
-        )
-    metrics = score(pred, target, historical, quantiles, vol=vol)
-    metrics["source"] = str(args.data_file)
-    print(results_table(metrics, quantiles))
+    forecasts = WindowForecasts(dataset=dataset, pred=pred, target=target)
+    scored = score_windows(forecasts, baselines, loaded.preprocessor, quantiles)
+    metrics = {**scored.metrics, "source": str(args.data_file)}
+    print(scored.table)
     if args.forecasts is not None:
-        everyone = all_baselines(historical, pred.shape, vol)
-        write_forecasts(args.forecasts, forecast_frame(dataset, pred, target, quantiles, everyone))
+        scored.write_forecasts(args.forecasts)
     if args.json is not None:
         atomic_write_json(args.json, metrics)
     else:

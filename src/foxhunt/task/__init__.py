@@ -18,7 +18,7 @@ from foxhunt.task.metrics import (
     unavailable_metrics,
     zero_forecast,
 )
-from foxhunt.task.scoring import all_baselines, results_table, score
+from foxhunt.task.scoring import results_table, score
 from foxhunt.task.units import BASIS_POINTS, UNIT, bp_per_unit
 
 __all__ = [
@@ -27,7 +27,6 @@ __all__ = [
     "Autocast",
     "BatchLoss",
     "CrossingQuantilesWarning",
-    "all_baselines",
     "batch_loss",
     "bp_per_unit",
     "calibration",

@@ -1,4 +1,5 @@
-"""The TFT's forecasts scored next to the baselines' on the same windows, and the table."""
+"""The model's forecasts scored next to the baselines' on the same windows, and the table
+(plain arrays; foxhunt.scoring hands them the windows of a run)."""
 
 from __future__ import annotations
 
@@ -11,44 +12,31 @@ from foxhunt.task.metrics import (
     forecast_metrics,
     format_table,
     unavailable_metrics,
-    zero_forecast,
 )
 from foxhunt.task.units import UNIT
 
 log = logging.getLogger("foxhunt.task")
 
 
-def all_baselines(
-    historical: np.ndarray, shape: tuple[int, int, int], vol: dict[str, np.ndarray] | None
-) -> dict[str, np.ndarray]:
-    """{name: [W, H, Q]}: historical quantiles [H, Q] broadcast, zero, then the vol baselines."""
-    return {
-        "historical_quantiles": np.broadcast_to(historical, shape),
-        "zero": zero_forecast(*shape),
-        **(vol or {}),
-    }
-
-
 def score(
     pred: np.ndarray,
     target: np.ndarray,
-    historical: np.ndarray,
     quantiles: tuple[float, ...],
     *,
-    vol: dict[str, np.ndarray] | None = None,
+    baselines: dict[str, np.ndarray],
 ) -> dict[str, Any]:
-    """TFT metrics and the baselines on the same windows; everything in basis points. `vol`:
-    volatility baselines [N, H, Q] (training/comparison.py); one with NaN (not fitted) is
-    unavailable."""
-    baselines = {}
-    for name, forecast in all_baselines(historical, pred.shape, vol).items():
+    """The model's metrics and each baseline's on the same windows (`baselines`: {name:
+    [N, H, Q]}, foxhunt.scoring's `RunBaselines.forecasts`); everything in basis points. A
+    baseline with NaN (not fitted) is reported unavailable."""
+    scored = {}
+    for name, forecast in baselines.items():
         if np.isfinite(forecast).all():
-            baselines[name] = forecast_metrics(forecast, target, quantiles)
+            scored[name] = forecast_metrics(forecast, target, quantiles)
         else:
             log.warning("baseline %s has no forecast for some windows; reported as NaN", name)
             reason = "no forecast for some windows (see the log)"
-            baselines[name] = unavailable_metrics(quantiles, len(target), reason)
-    return {"unit": UNIT, "test": forecast_metrics(pred, target, quantiles), "baselines": baselines}
+            scored[name] = unavailable_metrics(quantiles, len(target), reason)
+    return {"unit": UNIT, "test": forecast_metrics(pred, target, quantiles), "baselines": scored}
 
 
 def results_table(metrics: dict[str, Any], quantiles: tuple[float, ...]) -> str:

@@ -1,8 +1,7 @@
-"""The volatility baselines on a run's windows, and the per-window forecasts file.
+"""A run's windows as the baselines and the forecasts file see them.
 
-Glue between `foxhunt.baselines` (plain arrays) and the datasets: the returns a baseline sees
-are the very targets the TFT is scored on (the dataset's scaled targets times the target
-scale), so every forecaster is measured on the same numbers.
+The returns a baseline sees are the very targets the TFT is scored on (the dataset's scaled
+targets times the target scale), so every forecaster is measured on the same numbers.
 """
 
 from __future__ import annotations
@@ -14,12 +13,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from foxhunt.baselines import BarReturns, FittedBaselines, forecast_baselines
-from foxhunt.data import Preprocessor, WindowDataset
+from foxhunt.baselines import BarReturns
+from foxhunt.data import Preprocessor, WindowDataset, make_loader
 from foxhunt.data.windows import gap_flags
 from foxhunt.storage import atomic_write_bytes
 from foxhunt.task import bp_per_unit, historical_quantile_forecast
-from foxhunt.training.inference import sequential_batches
 
 
 def bar_returns(
@@ -43,15 +41,16 @@ def bar_returns(
     )
 
 
-def vol_baselines(
-    fitted: FittedBaselines,
-    bars: BarReturns,
-    dataset: WindowDataset,
-    quantiles: Sequence[float],
-) -> dict[str, np.ndarray]:
-    """{name: [W, H, Q]} forecasts of every window of `dataset`, in basis points."""
-    anchors = dataset.anchors.numpy()
-    return forecast_baselines(fitted, bars, anchors, horizon=dataset.horizon, quantiles=quantiles)
+def window_targets(dataset: WindowDataset) -> np.ndarray:
+    """Scaled targets [N, H] of every window of a split, in window order."""
+    batches = make_loader(dataset, batch_size=4096)  # sequential
+    parts = [b.target.numpy() for b in batches if b.target is not None]
+    return np.concatenate(parts).astype(np.float64)
+
+
+def historical_baseline(train_set: WindowDataset, quantiles: Sequence[float]) -> np.ndarray:
+    """Per-step unconditional quantiles [H, Q] of the train targets, in scaled target units."""
+    return historical_quantile_forecast(window_targets(train_set), tuple(quantiles), 1)[0]
 
 
 def forecast_frame(
@@ -85,14 +84,3 @@ def write_forecasts(path: Path, frame: pd.DataFrame) -> None:
     buffer = io.BytesIO()
     frame.to_parquet(buffer, index=False)
     atomic_write_bytes(path, buffer.getvalue())
-
-
-def window_targets(dataset: WindowDataset) -> np.ndarray:
-    """Scaled targets [N, H] of every window of a split."""
-    parts = [b.target.numpy() for b in sequential_batches(dataset, 4096) if b.target is not None]
-    return np.concatenate(parts).astype(np.float64)
-
-
-def historical_baseline(train_set: WindowDataset, quantiles: tuple[float, ...]) -> np.ndarray:
-    """Per-step unconditional quantiles [H, Q] of the train targets, in basis points."""
-    return historical_quantile_forecast(window_targets(train_set), quantiles, 1)[0]

@@ -1,0 +1,74 @@
+"""Stage 1 of a train job: the bars read and split, the scalers fitted (or a resumed run's
+read back), and the model config completed from the data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import torch
+
+from foxhunt.data import PreparedData, prepare_data
+from foxhunt.errors import ConfigError
+from foxhunt.jobs.options import JobSetting
+from foxhunt.jobs.resume import load_saved_preprocessor
+from foxhunt.model.config import DATA_FIELDS, TFTConfig
+from foxhunt.model.size import check_step_fits_in_memory
+from foxhunt.runs import RunConfig
+from foxhunt.training.config import resolve_device
+from foxhunt.training.guards import check_early_stopping
+from foxhunt.training.precision import autocast_dtype
+
+
+@dataclass(frozen=True, kw_only=True)
+class PreparedRun:
+    """The run's config with the model's data fields filled (`fit_model_config`), and its
+    data: train, validation and test windows and the fitted preprocessor."""
+
+    config: RunConfig
+    data: PreparedData
+
+
+def fit_model_config(config: TFTConfig, data: PreparedData) -> TFTConfig:
+    """The data decides how many inputs the model sees (``DATA_FIELDS``, left None by the
+    caller); the user decides everything else. A given value the data contradicts is
+    refused, naming the field."""
+    schema = data.schema
+    derived: dict[str, Any] = {
+        "num_static": len(schema.static_names),
+        "static_cardinalities": tuple(schema.static_cardinalities),
+        "num_past": len(schema.past_names),
+        "num_future": len(schema.future_names),
+        "lookback": data.train.lookback,
+        "horizon": data.train.horizon,
+        # the signal is the data's (fast_window); only the baseline output leans on it
+        "vol_signals": 1 if data.preprocessor.fast_window and config.output == "baseline" else 0,
+    }
+    assert set(derived) == set(DATA_FIELDS), "fit_model_config must fill every data field"
+    for name, value in derived.items():
+        given = getattr(config, name)
+        if given is not None and given != value:
+            raise ConfigError(
+                f"TFTConfig.{name}={given!r} but the data gives {value!r}: leave it unset "
+                "(None) to take it from the data"
+            )
+    return replace(config, **derived)
+
+
+def prepare(config: RunConfig, job: JobSetting) -> PreparedRun:
+    """Checks what would fail late (device, precision, a step too large for memory, early
+    stopping without validation) before anything is written; seeds torch."""
+    ctx = job.distributed
+    device = resolve_device(config.training.device, ctx.local_rank if ctx.world_size > 1 else None)
+    autocast_dtype(config.training.precision, device)  # refused here, before anything is written
+    torch.manual_seed(config.training.seed)
+    resume = job.options.resume
+    preprocessor = load_saved_preprocessor(job.output_dir) if resume else None
+    data = prepare_data(config.data, preprocessor=preprocessor)
+    config = replace(config, model=fit_model_config(config.model, data))
+    # before a 10**7 hidden size or a 10**5 lookback allocates anything
+    check_step_fits_in_memory(
+        config.model, config.training.batch_size, model_class=config.model_class
+    )
+    check_early_stopping(config.training, data)
+    return PreparedRun(config=config, data=data)

@@ -1,0 +1,39 @@
+"""Stage 4 of a train job (main rank): the baselines fitted on the train span and saved
+(baseline.json), the trained model and every baseline scored on the test windows through
+the one scoring path (`foxhunt.scoring`), and test_forecasts.parquet written."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from foxhunt.jobs.build import BuiltRun
+from foxhunt.jobs.fit import Fitted
+from foxhunt.jobs.options import JobSetting
+from foxhunt.runs import FORECASTS_FILE
+from foxhunt.scoring import (
+    Scored,
+    WindowForecasts,
+    fit_run_baselines,
+    save_run_baselines,
+    score_windows,
+    validation_reference,
+)
+from foxhunt.training.finite import check_finite_forecasts
+
+
+def score_test(built: BuiltRun, fitted: Fitted, job: JobSetting) -> Scored:
+    """Metrics carry `validation_baselines` too: the realized-vol baseline's score on the
+    validation windows, the one a trained model had to beat to be kept."""
+    data, quantiles = built.data, built.config.model.quantiles
+    # fitted on the train span, then filtered forward over validation and test
+    baselines = fit_run_baselines(data, quantiles, window=built.config.data.baseline_window)
+    save_run_baselines(job.output_dir, baselines)
+    pred, target = fitted.trainer.predict(data.test)
+    check_finite_forecasts(pred, "test")  # a NaN model is never saved
+    forecasts = WindowForecasts(dataset=data.test, pred=pred, target=target)
+    scored = score_windows(forecasts, baselines, data.preprocessor, quantiles)
+    reference = validation_reference(baselines, data, quantiles)
+    if reference:
+        scored = replace(scored, metrics={**scored.metrics, "validation_baselines": reference})
+    scored.write_forecasts(job.output_dir / FORECASTS_FILE)
+    return scored

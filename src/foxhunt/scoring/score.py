@@ -1,0 +1,85 @@
+"""The one scoring path: the model and every baseline on the same windows, the metrics, the
+table and the forecasts file. `train` (the test split), `evaluate` (a file) and a frozen
+backtest fold (a later test span) all score through `score_windows`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from foxhunt.data import PreparedData, Preprocessor, WindowDataset
+from foxhunt.scoring.baselines import RunBaselines
+from foxhunt.scoring.windows import forecast_frame, window_targets, write_forecasts
+from foxhunt.task import bp_per_unit, forecast_metrics, results_table, score
+
+
+@dataclass(frozen=True, kw_only=True)
+class WindowForecasts:
+    """The model's quantile forecasts of every window of `dataset` [W, H, Q] and the realized
+    targets [W, H], in the dataset's scaled units (as `predict_windows` returns them)."""
+
+    dataset: WindowDataset
+    pred: np.ndarray
+    target: np.ndarray
+
+
+@dataclass(frozen=True, kw_only=True)
+class Scored:
+    """Metrics (`unit`, `test`, `baselines`), their table, and every forecast behind them in
+    basis points: the model's `pred` [W, H, Q], the `target` [W, H] and each baseline's."""
+
+    metrics: dict[str, Any]
+    table: str
+    dataset: WindowDataset
+    quantiles: tuple[float, ...]
+    pred: np.ndarray
+    target: np.ndarray
+    baselines: dict[str, np.ndarray]
+
+    def frame(self) -> pd.DataFrame:
+        """One row per window and step (scoring/windows.py's `forecast_frame`)."""
+        return forecast_frame(self.dataset, self.pred, self.target, self.quantiles, self.baselines)
+
+    def write_forecasts(self, path: Path) -> None:
+        """test_forecasts.parquet, or evaluate's --forecasts file."""
+        write_forecasts(path, self.frame())
+
+
+def score_windows(
+    forecasts: WindowForecasts,
+    baselines: RunBaselines,
+    preprocessor: Preprocessor,
+    quantiles: Sequence[float],
+) -> Scored:
+    """The model's forecasts and every baseline's on the same windows, scored in basis points."""
+    scale = bp_per_unit(preprocessor)
+    pred, target = forecasts.pred * scale, forecasts.target * scale
+    levels = tuple(quantiles)
+    everyone = baselines.forecasts(forecasts.dataset, preprocessor, levels)
+    metrics = score(pred, target, levels, baselines=everyone)
+    return Scored(
+        metrics=metrics,
+        table=results_table(metrics, levels),
+        dataset=forecasts.dataset,
+        quantiles=levels,
+        pred=pred,
+        target=target,
+        baselines=everyone,
+    )
+
+
+def validation_reference(
+    baselines: RunBaselines, data: PreparedData, quantiles: Sequence[float]
+) -> dict[str, Any]:
+    """The realized-vol baseline's metrics on the validation windows: the score a trained
+    model must beat to be kept over the baseline; {} without validation windows."""
+    if not len(data.validation) or baselines.volatility is None:
+        return {}
+    vol = baselines.volatility_forecasts(data.validation, data.preprocessor, quantiles)
+    observed = window_targets(data.validation) * bp_per_unit(data.preprocessor)
+    return {"realized_vol": forecast_metrics(vol["realized_vol"], observed, quantiles)}

@@ -1,0 +1,92 @@
+"""The one scoring path (`foxhunt.scoring`): scoring a finished run's test windows again,
+as `evaluate` and a frozen backtest fold do, gives what `train` wrote; a baseline.json whose
+state only fails once it forecasts is refused the same way wherever it is read."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from foxhunt.backtest.frozen import forecast_with_run
+from foxhunt.jobs import JobResult
+from foxhunt.runs import BASELINE_FILE, FORECASTS_FILE, METRICS_FILE, RunFileError
+from foxhunt.scoring import WindowForecasts, read_run_baselines, score_windows
+from foxhunt.serving import load_run
+from foxhunt.training.inference import predict_windows
+from helpers.configs import tiny_run, tiny_training
+from helpers.jobs import tiny_job
+
+RUN = tiny_run(training=tiny_training(epochs=1, max_steps_per_epoch=2))
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, JobResult]:
+    folder = tmp_path_factory.mktemp("scoring") / "run"
+    return folder, tiny_job(folder, RUN)
+
+
+def as_json(metrics: dict[str, Any]) -> str:
+    """NaN (a baseline without a forecast) compares equal to NaN as text; metrics.json is
+    written with sorted keys."""
+    sections = {key: metrics[key] for key in ("unit", "test", "baselines")}
+    return json.dumps(sections, indent=1, sort_keys=True)
+
+
+def test_scoring_the_test_windows_again_gives_what_train_wrote(
+    finished: tuple[Path, JobResult],
+) -> None:
+    folder, job = finished
+    assert job.data is not None
+    loaded = load_run(folder)
+    quantiles = loaded.config.model.quantiles
+    pred, target, _ = predict_windows(loaded.model, job.data.test)
+    assert target is not None
+    baselines = read_run_baselines(
+        folder, horizon=loaded.config.model.inputs.horizon, quantiles=len(quantiles)
+    )
+    assert baselines.volatility is not None and baselines.source == folder / BASELINE_FILE
+    forecasts = WindowForecasts(dataset=job.data.test, pred=pred, target=target)
+    scored = score_windows(forecasts, baselines, loaded.preprocessor, quantiles)
+    written = json.loads((folder / METRICS_FILE).read_text())
+    assert list(scored.metrics["baselines"]) == [
+        "historical_quantiles",
+        "zero",
+        "realized_vol",
+        "garch_t",
+    ]
+    assert as_json(scored.metrics) == as_json(written)
+    assert scored.table == job.table
+    pd.testing.assert_frame_equal(scored.frame(), pd.read_parquet(folder / FORECASTS_FILE))
+
+
+def test_a_state_that_fails_only_when_it_forecasts_is_refused_naming_the_file(
+    finished: tuple[Path, JobResult], tmp_path: Path
+) -> None:
+    """Three profile values pass every check on loading (finite, positive) and index out of
+    range on the first forecast: evaluate's path and a frozen fold's both name the file."""
+    folder, job = finished
+    assert job.data is not None
+    damaged = tmp_path / "run"
+    shutil.copytree(folder, damaged)
+    state = json.loads((damaged / BASELINE_FILE).read_text())
+    state["volatility"]["profiles"]["0"]["values"] = [1.0, 1.0, 1.0]
+    (damaged / BASELINE_FILE).write_text(json.dumps(state))
+    loaded = load_run(damaged)
+    quantiles = loaded.config.model.quantiles
+    baselines = read_run_baselines(  # loads: the damage shows only on use
+        damaged, horizon=loaded.config.model.inputs.horizon, quantiles=len(quantiles)
+    )
+    pred, target, _ = predict_windows(loaded.model, job.data.test)
+    assert target is not None
+    forecasts = WindowForecasts(dataset=job.data.test, pred=pred, target=target)
+    says = rf"{damaged / BASELINE_FILE}: volatility: .*the file is damaged"
+    with pytest.raises(RunFileError, match=says):
+        score_windows(forecasts, baselines, loaded.preprocessor, quantiles)
+    with pytest.raises(RunFileError, match=says):
+        forecast_with_run(damaged, RUN, tmp_path / "frozen.parquet")
+    assert not (tmp_path / "frozen.parquet").exists()
