@@ -94,7 +94,7 @@ def model_confidence_set(
             frame, size, reps=MCS_REPS, block_size=block_size, bootstrap="stationary", seed=seed
         )
         mcs.compute()
-        pvalues = {n: float(p) for n, p in mcs.pvalues["Pvalue"].items()}
+        pvalues = {str(n): float(p) for n, p in mcs.pvalues["Pvalue"].items()}
     return {
         "size": size,
         "block_size": block_size,
