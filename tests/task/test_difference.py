@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 
+from foxhunt.task import results_table, score
 from foxhunt.task.difference import (
     christoffersen,
     compare_forecasters,
@@ -113,3 +114,27 @@ def test_coverage_tests_read_step_one_of_each_window() -> None:
     assert all(v["kupiec_p"] > 0.01 for v in out.values())
     shifted = coverage_tests(pred + 1.0, target, (0.1, 0.5, 0.9))
     assert shifted["0.5"]["kupiec_p"] < 1e-10
+
+
+def test_score_carries_the_tests_and_the_table_marks_the_mcs() -> None:
+    rng = np.random.default_rng(4)
+    quantiles = (0.1, 0.5, 0.9)
+    target = rng.normal(size=(400, 2))
+    pred = np.broadcast_to(norm_levels(quantiles), (400, 2, 3)).copy()
+    vol = {"same": pred.copy(), "wide": pred * 4.0, "none": np.full_like(pred, np.nan)}
+    metrics = score(pred, target, np.zeros((2, 3)), quantiles, vol=vol)
+    diff = metrics["differences"]
+    assert set(diff["dm"]) == {"historical_quantiles", "zero", "same", "wide", "none"}
+    assert diff["dm"]["wide"]["pvalue"] < 0.01 and math.isnan(diff["dm"]["none"]["pvalue"])
+    assert {"tft", "same"} <= set(diff["mcs"]["included"])
+    assert "wide" not in diff["mcs"]["included"] and "none" not in diff["mcs"]["pvalues"]
+    assert set(metrics["test"]["coverage_tests"]) == {"0.1", "0.5", "0.9"}
+    lines = {line.split()[0]: line for line in results_table(metrics, quantiles).splitlines()}
+    assert "MCS 90%" in lines["model"]
+    assert " in (" in lines["same"] and " out (" in lines["wide"]
+
+
+def norm_levels(quantiles: tuple[float, ...]) -> np.ndarray:
+    from scipy.stats import norm
+
+    return norm.ppf(np.asarray(quantiles))

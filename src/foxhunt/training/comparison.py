@@ -20,6 +20,7 @@ from foxhunt.data.windows import gap_flags
 from foxhunt.storage import atomic_write_bytes
 from foxhunt.task import bp_per_unit, historical_quantile_forecast
 from foxhunt.training.inference import sequential_batches
+from foxhunt.training.ranges import log_range_bp
 
 
 def bar_returns(
@@ -40,6 +41,7 @@ def bar_returns(
         symbol_codes=codes,
         usable=np.isfinite(returns) & ~gaps,
         train=train,
+        range_bp=log_range_bp(dataset, preprocessor),
     )
 
 
