@@ -128,7 +128,8 @@ def test_score_carries_the_tests_and_the_table_marks_the_mcs() -> None:
     assert diff["dm"]["wide"]["pvalue"] < 0.01 and math.isnan(diff["dm"]["none"]["pvalue"])
     assert {"tft", "same"} <= set(diff["mcs"]["included"])
     assert "wide" not in diff["mcs"]["included"] and "none" not in diff["mcs"]["pvalues"]
-    assert set(metrics["test"]["coverage_tests"]) == {"0.1", "0.5", "0.9"}
+    assert set(metrics["coverage_tests"]) == {"tft", "historical_quantiles", "zero", "same", "wide"}
+    assert set(metrics["coverage_tests"]["wide"]) == {"0.1", "0.5", "0.9"}
     lines = {line.split()[0]: line for line in results_table(metrics, quantiles).splitlines()}
     assert "MCS 90%" in lines["model"]
     assert " in (" in lines["same"] and " out (" in lines["wide"]

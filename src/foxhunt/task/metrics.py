@@ -10,7 +10,6 @@ import torch
 from numpy.typing import ArrayLike, NDArray
 
 from foxhunt.model.loss import pinball as pinball_of_error
-from foxhunt.task.difference import coverage_tests
 
 Array = NDArray[np.float64]
 
@@ -76,7 +75,6 @@ def forecast_metrics(
             for q, share in zip(quantiles, calibration(pred, target), strict=True)
         },
         "num_windows": int(target.shape[0]),
-        "coverage_tests": coverage_tests(pred, target, quantiles),
     }
     for q in (0.5, 0.9):
         if q in quantiles:

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from foxhunt.task.difference import compare_forecasters
+from foxhunt.task.difference import compare_forecasters, coverage_tests
 from foxhunt.task.metrics import (
     forecast_metrics,
     format_table,
@@ -44,13 +44,16 @@ def score(
     volatility baselines [N, H, Q] (training/comparison.py); one with NaN (not fitted) is
     unavailable. "differences" holds the tests of difference (task/difference.py) on the
     per-window losses: DM of the TFT against each, the MCS over all; `days` [N] labels each
-    window's day for the paired day-block bootstrap and the MCS's block length."""
+    window's day for the paired day-block bootstrap and the MCS's block length.
+    "coverage_tests": Kupiec and Christoffersen per forecaster and quantile level."""
     baselines = {}
     losses = {"tft": window_losses(pred, target, quantiles)}
+    coverage = {"tft": coverage_tests(pred, target, quantiles)}
     for name, forecast in all_baselines(historical, pred.shape, vol).items():
         if np.isfinite(forecast).all():
             baselines[name] = forecast_metrics(forecast, target, quantiles)
             losses[name] = window_losses(forecast, target, quantiles)
+            coverage[name] = coverage_tests(forecast, target, quantiles)
         else:
             log.warning("baseline %s has no forecast for some windows; reported as NaN", name)
             reason = "no forecast for some windows (see the log)"
@@ -63,6 +66,7 @@ def score(
         "differences": compare_forecasters(
             losses, reference="tft", horizon=pred.shape[1], days=days
         ),
+        "coverage_tests": coverage,  # per forecaster with a forecast, per quantile level
     }
 
 
