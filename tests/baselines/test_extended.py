@@ -155,3 +155,15 @@ def test_an_unfittable_series_gets_nan_rows_and_one_line_each(case, caplog) -> N
             lines = [r for r in caplog.records if f"baseline {name} unavailable" in r.message]
             assert len(lines) == 1, name
     assert np.isfinite(fc["realized_vol"]).all()
+
+
+def test_baseline_json_with_every_fit_passes_the_run_folder_check(fitted, tmp_path) -> None:
+    import json
+
+    from foxhunt.runs import read_baseline_state
+
+    path = tmp_path / "baseline.json"
+    state = {"historical_quantiles": [[-1.0, 0.0, 1.0]] * 2, "volatility": fitted.state_dict()}
+    path.write_text(json.dumps(state))
+    saved = read_baseline_state(path, horizon=2, quantiles=3)
+    assert FittedBaselines.from_state_dict(saved["volatility"]).har_range == fitted.har_range

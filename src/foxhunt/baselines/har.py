@@ -38,20 +38,26 @@ class Har:
     use_range: bool = False
 
     def state_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "lags": list(self.lags), "coef": list(self.coef)}
+        """Numbers only (baseline.json's check): the range terms show in the count of coef."""
+        state = {**asdict(self), "lags": list(self.lags), "coef": list(self.coef)}
+        del state["use_range"]
+        return state
 
     @classmethod
     def from_state_dict(cls, state: dict[str, Any]) -> Har:
+        lags = tuple(int(k) for k in state["lags"])
+        coef = tuple(float(b) for b in state["coef"])
+        if len(coef) not in (len(lags) + 1, 2 * len(lags) + 1) or min(lags) < 1:
+            raise ValueError(f"HAR state {state} is inconsistent")
         har = cls(
-            lags=tuple(int(k) for k in state["lags"]),
+            lags=lags,
             target=int(state["target"]),
             floor=float(state["floor"]),
-            coef=tuple(float(b) for b in state["coef"]),
+            coef=coef,
             smear=float(state["smear"]),
-            use_range=bool(state["use_range"]),
+            use_range=len(coef) == 2 * len(lags) + 1,
         )
-        terms = len(har.lags) * (2 if har.use_range else 1)
-        if len(har.coef) != terms + 1 or min(har.lags) < 1 or har.target < 1:
+        if har.target < 1:
             raise ValueError(f"HAR state {state} is inconsistent")
         if not (np.isfinite(har.coef).all() and har.floor > 0 and har.smear > 0):
             raise ValueError(f"HAR state {state} has non-finite or non-positive values")

@@ -37,20 +37,24 @@ class QuantRegFit:
     coef: tuple[tuple[float, ...], ...]  # [L][1 + 1 + len(lags)]: a, b_|u|, b_k ...
 
     def state_dict(self) -> dict[str, Any]:
-        return {"lags": list(self.lags), "levels": list(self.levels), "coef": self.coef}
+        """Numbers only (baseline.json's check): coefficients keyed by their level."""
+        coef = {f"{q:g}": list(row) for q, row in zip(self.levels, self.coef, strict=True)}
+        return {"lags": list(self.lags), "coef": coef}
 
     @classmethod
     def from_state_dict(cls, state: dict[str, Any]) -> QuantRegFit:
+        rows = {float(q): row for q, row in state["coef"].items()}
+        levels = tuple(sorted(rows))
         fit = cls(
             lags=tuple(int(k) for k in state["lags"]),
-            levels=tuple(float(q) for q in state["levels"]),
-            coef=tuple(tuple(float(b) for b in row) for row in state["coef"]),
+            levels=levels,
+            coef=tuple(tuple(float(b) for b in rows[q]) for q in levels),
         )
         coef = np.asarray(fit.coef, dtype=np.float64)
         if coef.shape != (len(fit.levels), len(fit.lags) + 2) or not np.isfinite(coef).all():
             raise ValueError(f"quantreg state has coefficients of shape {coef.shape}")
-        if np.any(np.diff(fit.levels) <= 0) or min(fit.lags) < 1:
-            raise ValueError("quantreg levels must increase and lags be >= 1")
+        if len(levels) < 2 or not 0 < levels[0] <= levels[-1] < 1 or min(fit.lags) < 1:
+            raise ValueError("quantreg needs two or more levels in (0, 1) and lags >= 1")
         return fit
 
 
