@@ -47,7 +47,7 @@ def pinball(frame: pd.DataFrame, prefix: str, quantiles: list[float]) -> np.ndar
 
 
 def quantile_levels(frame: pd.DataFrame) -> list[float]:
-    return sorted(float(c[1:]) for c in frame.columns if c.startswith("q"))
+    return sorted(float(c[1:]) for c in frame.columns if c.startswith("q") and ":" not in c)
 
 
 def score(frame: pd.DataFrame, resamples: int) -> dict[str, dict[str, dict[str, float]]]:

@@ -49,7 +49,9 @@ def windows_of(frame: pd.DataFrame) -> Windows:
     frame = frame.sort_values(["symbol", "origin", "step"], kind="stable")
     horizon = int(frame["step"].max())
     n = len(frame) // horizon
-    quantiles = tuple(sorted(float(c[1:]) for c in frame.columns if c.startswith("q")))
+    quantiles = tuple(
+        sorted(float(c[1:]) for c in frame.columns if c.startswith("q") and ":" not in c)
+    )
     names = [TFT, *dict.fromkeys(c.split(":")[0] for c in frame.columns if ":q" in c)]
     forecasts = {}
     for name in names:
