@@ -9,6 +9,9 @@ flags after `--` passed on; a run folder already in `--runs` is reused) and scor
 and the difference TFT - baseline with a 95% interval from a block bootstrap over the test
 days (windows of one day move together: their errors are correlated through the day's
 volatility). A negative difference whose interval excludes 0 is a TFT that beats the baseline.
+A second table per seed has every forecaster's mean loss, the Diebold-Mariano p-value of the TFT
+against it and whether it is in the 90% model confidence set (`foxhunt.task.difference`, the
+tests `train`, `evaluate` and `backtest` report).
 """
 
 from __future__ import annotations
@@ -21,11 +24,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from foxhunt.backtest.scoring import windows_of
+from foxhunt.backtest.summary import differences
 from foxhunt.task import pinball as pinball_loss
+from foxhunt.task import window_losses
 from foxhunt.task.bootstrap import day_blocks, interval
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "ES_FUT_60d_5min.parquet"
-BASELINES = ("realized_vol", "garch_t", "historical_quantiles")
+
+
+def baselines(frame: pd.DataFrame) -> list[str]:
+    """Every baseline with columns in the frame (`<name>:q<level>`), but the zero forecast."""
+    names = dict.fromkeys(c.split(":")[0] for c in frame.columns if ":q" in c)
+    return [name for name in names if name != "zero"]
 
 
 def pinball(frame: pd.DataFrame, prefix: str, quantiles: list[float]) -> np.ndarray:
@@ -36,7 +47,7 @@ def pinball(frame: pd.DataFrame, prefix: str, quantiles: list[float]) -> np.ndar
 
 
 def quantile_levels(frame: pd.DataFrame) -> list[float]:
-    return sorted(float(c[1:]) for c in frame.columns if c.startswith("q"))
+    return sorted(float(c[1:]) for c in frame.columns if c.startswith("q") and ":" not in c)
 
 
 def score(frame: pd.DataFrame, resamples: int) -> dict[str, dict[str, dict[str, float]]]:
@@ -46,11 +57,11 @@ def score(frame: pd.DataFrame, resamples: int) -> dict[str, dict[str, dict[str, 
     days = day_blocks(pd.DatetimeIndex(frame["origin"]))
     tft = pinball(frame, "", quantiles)
     out: dict[str, dict[str, dict[str, float]]] = {}
-    for name in BASELINES:
-        if f"{name}:q{quantiles[0]:g}" not in frame:
-            continue
+    for name in baselines(frame):
         base = pinball(frame, f"{name}:", quantiles)
         ok = np.isfinite(base).all(axis=1)
+        if not ok.any():  # a baseline that could not be fitted: nothing to compare
+            continue
         measures = {"mean": slice(None), **{f"q{q:g}": [i] for i, q in enumerate(quantiles)}}
         out[name] = {}
         for measure, columns in measures.items():
@@ -64,6 +75,22 @@ def score(frame: pd.DataFrame, resamples: int) -> dict[str, dict[str, dict[str, 
                 "high": high,
             }
     return out
+
+
+def difference_rows(frame: pd.DataFrame, resamples: int) -> list[str]:
+    """Markdown rows: forecaster | mean QL | DM p of the TFT against it | in the 90% MCS."""
+    w = windows_of(frame)
+    tests = differences(w, resamples)
+    rows = []
+    for name, pred in w.forecasts.items():
+        loss = float(window_losses(pred, w.target, w.quantiles).mean())
+        dm = tests["dm"].get(name)
+        p_dm = "-" if dm is None else f"{dm['pvalue']:.3f}"
+        p_mcs = tests["mcs"]["pvalues"].get(name)
+        inside = "in" if name in tests["mcs"]["included"] else "out"
+        mcs = "-" if p_mcs is None else f"{inside} ({p_mcs:.3f})"
+        rows.append(f"{name} | {loss:.4f} | {p_dm} | {mcs}")
+    return rows
 
 
 def train(run: Path, data: Path, seed: int, extra: list[str]) -> None:
@@ -99,6 +126,9 @@ def main(argv: list[str] | None = None) -> None:
                     f"{seed} | {name} | {measure} | {s['tft']:.4f} | {s['baseline']:.4f} | "
                     f"{s['diff']:+.4f} | [{s['low']:+.4f}, {s['high']:+.4f}] ({verdict})"
                 )
+        print(f"\nseed {seed}: forecaster | mean QL | DM p (TFT vs it) | MCS 90% (p)")
+        print("--- | ---: | ---: | ---")
+        print("\n".join(difference_rows(frame, args.resamples)), end="\n\n")
 
 
 if __name__ == "__main__":

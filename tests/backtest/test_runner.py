@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from foxhunt.backtest import BacktestConfig, run_backtest
+from foxhunt.baselines import NAMES
 from foxhunt.cli import main
 from foxhunt.data import DataConfig
 from foxhunt.model.config import TFTConfig
@@ -73,7 +74,8 @@ def test_backtest_json_schema(uninterrupted: dict[str, Any]) -> None:
         assert set(fold["windows"]) >= {"train", "test", "purged"}
         assert fold["windows"]["purged"] > 0
         assert {"mean_quantile_loss", "coverage", "crps", "q_risk_p50"} <= set(fold["metrics"])
-        assert set(fold["baselines"]) == {"historical_quantiles", "zero", "realized_vol", "garch_t"}
+        assert set(fold["baselines"]) == {"historical_quantiles", "zero", *NAMES}
+        assert set(fold["differences"]["dm"]) == set(fold["baselines"])
         assert set(fold["signal"]) == {"tft", *fold["baselines"]}
         for signal in fold["signal"].values():
             assert {"net_pnl", "gross_pnl", "sharpe", "turnover", "max_drawdown"} <= set(signal)
@@ -84,6 +86,7 @@ def test_backtest_json_schema(uninterrupted: dict[str, Any]) -> None:
     low, high = summary["mean_quantile_loss"]["ci95"]
     assert low <= summary["mean_quantile_loss"]["mean"] <= high
     assert "deflated_sharpe" in summary and "garch_t" in summary["tft_minus"]
+    assert "tft" in summary["differences"]["mcs"]["pvalues"]
     folds = uninterrupted["folds"]
     assert folds[0]["test"]["end"] == folds[1]["test"]["start"]  # consecutive, not overlapping
 
@@ -109,7 +112,8 @@ def test_cli_backtest_writes_json_and_report(tmp_path: Path, capsys: pytest.Capt
     result = json.loads((tmp_path / "backtest.json").read_text())
     assert result["config"]["costs"]["commission"] == 2.25
     assert (tmp_path / "report" / "backtest.html").stat().st_size > 1000
-    assert "fold 1:" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "fold 1:" in printed and "all folds: in the 90% MCS: " in printed
 
 
 @pytest.mark.parametrize(

@@ -37,7 +37,10 @@ def test_scores_reproduce_the_runs_metrics(bench: ModuleType, tmp_path: Path) ->
     frame = pd.read_parquet(run / "test_forecasts.parquet")
     scores = bench.score(frame, resamples=200)
     metrics = json.loads((run / "metrics.json").read_text())
-    assert set(scores) == {"realized_vol", "garch_t", "historical_quantiles"}
+    assert {"realized_vol", "garch_t", "historical_quantiles"} <= set(scores)
+    assert set(scores) <= set(metrics["baselines"]) - {"zero"}
+    rows = bench.difference_rows(frame, resamples=200)
+    assert sorted(r.split(" | ")[0] for r in rows) == sorted(["tft", *metrics["baselines"]])
     for name, measures in scores.items():
         s = measures["mean"]
         assert s["tft"] == pytest.approx(metrics["test"]["mean_quantile_loss"], rel=1e-6)

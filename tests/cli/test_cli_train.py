@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from safetensors.torch import load_file
 
+from foxhunt.baselines import NAMES
 from foxhunt.cli import main
 from foxhunt.data import generate_bars
 from foxhunt.serving import load_run
@@ -36,7 +37,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory, bars_file: Path) -> Path:
     return run
 
 
-BASELINES = ("historical_quantiles", "zero", "realized_vol", "garch_t")
+BASELINES = ("historical_quantiles", "zero", *NAMES)
 
 
 def test_train_writes_a_self_contained_run(trained: Path, capsys: pytest.CaptureFixture) -> None:
@@ -56,6 +57,9 @@ def test_train_writes_a_self_contained_run(trained: Path, capsys: pytest.Capture
     table = (trained.parent / "stdout.txt").read_text()
     for name in ("tft", *BASELINES):
         assert f"\n{name} " in table, name
+    assert "MCS 90%" in table and "DM p vs tft" in table
+    assert "tft" in metrics["differences"]["mcs"]["pvalues"]
+    assert set(metrics["differences"]["dm"]) == set(BASELINES)
     loaded = load_run(trained)  # the folder alone rebuilds the model
     assert loaded.config.model.quantiles == (0.1, 0.5, 0.9)
     history = [json.loads(line) for line in (trained / "history.jsonl").read_text().splitlines()]

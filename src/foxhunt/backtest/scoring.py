@@ -16,7 +16,7 @@ from foxhunt.backtest.signal import (
     signal_metrics,
     trade_pnl,
 )
-from foxhunt.task import calibration, forecast_metrics, pinball
+from foxhunt.task import calibration, forecast_metrics, window_losses
 
 TFT = "tft"
 #: session parts by the decision bar's local time (exchange time for ES, America/New_York)
@@ -49,7 +49,9 @@ def windows_of(frame: pd.DataFrame) -> Windows:
     frame = frame.sort_values(["symbol", "origin", "step"], kind="stable")
     horizon = int(frame["step"].max())
     n = len(frame) // horizon
-    quantiles = tuple(sorted(float(c[1:]) for c in frame.columns if c.startswith("q")))
+    quantiles = tuple(
+        sorted(float(c[1:]) for c in frame.columns if c.startswith("q") and ":" not in c)
+    )
     names = [TFT, *dict.fromkeys(c.split(":")[0] for c in frame.columns if ":q" in c)]
     forecasts = {}
     for name in names:
@@ -65,11 +67,6 @@ def windows_of(frame: pd.DataFrame) -> Windows:
         forecasts=forecasts,
         quantiles=quantiles,
     )
-
-
-def window_losses(pred: np.ndarray, target: np.ndarray, quantiles: tuple[float, ...]) -> np.ndarray:
-    """[W] mean pinball loss of each window over its steps and quantiles."""
-    return pinball(pred, target[..., None], np.asarray(quantiles)).mean(axis=(1, 2))
 
 
 def crps(pred: np.ndarray, target: np.ndarray, quantiles: tuple[float, ...]) -> np.ndarray:

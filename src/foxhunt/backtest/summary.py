@@ -21,6 +21,8 @@ from foxhunt.backtest.scoring import (
 )
 from foxhunt.backtest.signal import CostModel
 from foxhunt.backtest.stats import block_bootstrap, deflated_sharpe_of, sharpe
+from foxhunt.task import compare_forecasters, coverage_tests
+from foxhunt.task.bootstrap import day_blocks
 
 if TYPE_CHECKING:
     from foxhunt.backtest.config import BacktestConfig
@@ -50,10 +52,32 @@ def fold_block(
         "metrics": forecaster_metrics(w, TFT),
         "baselines": {name: forecaster_metrics(w, name) for name in baselines},
         "calibration": breakdown(w),
+        "differences": differences(w),
+        "coverage_tests": {name: coverage_tests(p, w.target, w.quantiles) for name, p in ok(w)},
         "signal": {
             name: signal_of(w, name, prices, costs, bars_per_year)[0] for name in w.forecasts
         },
     }
+
+
+def ok(w: Windows) -> list[tuple[str, np.ndarray]]:
+    """(name, forecast) of every forecaster with a forecast for every window."""
+    return [(name, pred) for name, pred in w.forecasts.items() if np.isfinite(pred).all()]
+
+
+def differences(w: Windows, resamples: int = 2000) -> dict[str, Any]:
+    """The tests of difference (task/difference.py) on these windows' losses: DM of the TFT
+    against each baseline with a paired day-block interval, and the 90% MCS over all."""
+    losses = {
+        name: window_losses(pred, w.target, w.quantiles) for name, pred in w.forecasts.items()
+    }
+    return compare_forecasters(
+        losses,
+        reference=TFT,
+        horizon=w.target.shape[1],
+        days=day_blocks(w.origins),
+        resamples=resamples,
+    )
 
 
 def _interval(values: np.ndarray, days: np.ndarray, resamples: int) -> dict[str, Any]:
@@ -93,6 +117,8 @@ def summarize(
         diff = tft_losses - window_losses(w.forecasts[name], w.target, w.quantiles)
         out["tft_minus"][name] = {"mean_quantile_loss": _interval(diff, w.days, resamples)}
     out["calibration"] = breakdown(w)
+    out["differences"] = differences(w, resamples)  # pooled over every fold's test windows
+    out["coverage_tests"] = {name: coverage_tests(p, w.target, w.quantiles) for name, p in ok(w)}
     prices = origin_closes(w, closes)
     signal, streams = {}, {}
     for name in w.forecasts:

@@ -25,11 +25,14 @@ class BarReturns:
     symbol_codes: np.ndarray  # [N] int64, non-decreasing
     usable: np.ndarray  # [N] bool
     train: np.ndarray  # [N] bool: the span the baselines are fitted on
+    #: [N] float64 log(high / low) of each bar in basis points, or None: no high/low (the
+    #: range-based baselines are then NaN)
+    range_bp: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.times)
-        for name in ("returns_bp", "symbol_codes", "usable", "train"):
-            if len(getattr(self, name)) != n:
+        for name in ("returns_bp", "symbol_codes", "usable", "train", "range_bp"):
+            if getattr(self, name) is not None and len(getattr(self, name)) != n:
                 raise ValueError(f"BarReturns.{name} has {len(getattr(self, name))} rows, not {n}")
         if n and np.any(np.diff(self.symbol_codes) < 0):
             raise ValueError("BarReturns rows must be sorted by symbol code")

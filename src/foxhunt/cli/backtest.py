@@ -95,14 +95,23 @@ def summary_table(result: dict[str, Any]) -> str:
         names = {"tft": fold["metrics"], **fold["baselines"]}
         cells = ", ".join(f"{n} {_num(m.get('mean_quantile_loss'))}" for n, m in names.items())
         lines.append(f"fold {fold['index']}: {cells}")
+        lines += _mcs_line(f"fold {fold['index']}", fold)
     s = result["summary"]
     lines.append(f"all folds: TFT mean QL {json.dumps(s['mean_quantile_loss'])}")
+    lines += _mcs_line("all folds", s)
     tft = s["signal"]["tft"]
     lines.append(
         f"signal (TFT): net {_num(tft['net_pnl'])}, Sharpe {_num(tft['sharpe'])}, deflated "
         f"{_num(s['deflated_sharpe']['value'])}"
     )
     return "\n".join(lines)
+
+
+def _mcs_line(where: str, block: dict[str, Any]) -> list[str]:
+    """The forecasters inside the 90% model confidence set (none for an older backtest.json)."""
+    if "differences" not in block:
+        return []
+    return [f"{where}: in the 90% MCS: {', '.join(block['differences']['mcs']['included'])}"]
 
 
 def _num(value: Any) -> str:

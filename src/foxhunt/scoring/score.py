@@ -16,6 +16,7 @@ from foxhunt.data import PreparedData, Preprocessor, WindowDataset
 from foxhunt.scoring.baselines import RunBaselines
 from foxhunt.scoring.windows import forecast_frame, window_targets, write_forecasts
 from foxhunt.task import bp_per_unit, forecast_metrics, results_table, score
+from foxhunt.task.bootstrap import day_blocks
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,7 +62,10 @@ def score_windows(
     pred, target = forecasts.pred * scale, forecasts.target * scale
     levels = tuple(quantiles)
     everyone = baselines.forecasts(forecasts.dataset, preprocessor, levels)
-    metrics = score(pred, target, levels, baselines=everyone)
+    # each window's day (its last observed bar): the blocks of the paired bootstrap and the MCS
+    dataset = forecasts.dataset
+    days = day_blocks(dataset.timestamps[dataset.anchors.numpy()])
+    metrics = score(pred, target, levels, baselines=everyone, days=days)
     return Scored(
         metrics=metrics,
         table=results_table(metrics, levels),

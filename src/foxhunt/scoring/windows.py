@@ -16,6 +16,7 @@ import pandas as pd
 from foxhunt.baselines import BarReturns
 from foxhunt.data import Preprocessor, WindowDataset, make_loader
 from foxhunt.data.windows import gap_flags
+from foxhunt.scoring.ranges import log_range_bp
 from foxhunt.storage import atomic_write_bytes
 from foxhunt.task import bp_per_unit, historical_quantile_forecast
 
@@ -38,6 +39,7 @@ def bar_returns(
         symbol_codes=codes,
         usable=np.isfinite(returns) & ~gaps,
         train=train,
+        range_bp=log_range_bp(dataset, preprocessor),
     )
 
 

@@ -6,6 +6,7 @@ pinball formula is the model's (``foxhunt.model.loss.pinball``); everything here
 """
 
 from foxhunt.task.coherence import CrossingQuantilesWarning, check_coherent, crossed_forecasts
+from foxhunt.task.difference import compare_forecasters, coverage_tests, diebold_mariano
 from foxhunt.task.loss import Autocast, BatchLoss, batch_loss, loss_of, loss_scale
 from foxhunt.task.metrics import (
     calibration,
@@ -16,6 +17,7 @@ from foxhunt.task.metrics import (
     pinball,
     pinball_total,
     unavailable_metrics,
+    window_losses,
     zero_forecast,
 )
 from foxhunt.task.scoring import results_table, score
@@ -31,7 +33,10 @@ __all__ = [
     "bp_per_unit",
     "calibration",
     "check_coherent",
+    "compare_forecasters",
+    "coverage_tests",
     "crossed_forecasts",
+    "diebold_mariano",
     "forecast_metrics",
     "format_table",
     "historical_quantile_forecast",
@@ -43,5 +48,6 @@ __all__ = [
     "results_table",
     "score",
     "unavailable_metrics",
+    "window_losses",
     "zero_forecast",
 ]

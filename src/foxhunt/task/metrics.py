@@ -30,6 +30,11 @@ def pinball_total(pred: Array, target: Array, quantiles: Sequence[float]) -> tup
     return float(losses.sum()), int(losses.size)
 
 
+def window_losses(pred: Array, target: Array, quantiles: Sequence[float]) -> Array:
+    """[W] mean pinball loss of each window of `pred` [W, H, Q] over its steps and levels."""
+    return pinball(pred, target[..., None], np.asarray(quantiles)).mean(axis=(1, 2))
+
+
 def calibration(pred: Array, target: Array) -> Array:
     """Share of targets at or below each quantile forecast: [Q] (calibrated: the levels)."""
     return np.asarray([np.mean(target <= pred[..., i]) for i in range(pred.shape[-1])])
@@ -102,6 +107,9 @@ def unavailable_metrics(
         },
         "calibration": {f"{q:g}": nan for q in quantiles},
         "num_windows": num_windows,
+        "coverage_tests": {
+            f"{q:g}": {"hit_rate": nan, "kupiec_p": nan, "christoffersen_p": nan} for q in quantiles
+        },
         "q_risk_p50": nan,
         "q_risk_p90": nan,
         "unavailable": reason,
@@ -112,27 +120,49 @@ def zero_forecast(num_windows: int, horizon: int, num_quantiles: int) -> Array:
     return np.zeros((num_windows, horizon, num_quantiles))
 
 
-def format_table(results: dict[str, dict[str, Any]], quantiles: Sequence[float], unit: str) -> str:
-    """A fixed-width table with one row per forecaster, best mean loss marked."""
+def format_table(
+    results: dict[str, dict[str, Any]],
+    quantiles: Sequence[float],
+    unit: str,
+    differences: dict[str, Any] | None = None,
+) -> str:
+    """A fixed-width table with one row per forecaster, best mean loss marked; with
+    `differences` (task/difference.py), the DM p-value against the reference and the MCS."""
     q_cols = [f"QL@{q:g}" for q in quantiles]
     header = ["model", "mean QL", *q_cols, "q-risk P50", "q-risk P90", "coverage"]
+    if differences is not None:
+        header += [f"DM p vs {differences['reference']}", "MCS 90%"]
     scored = [n for n in results if np.isfinite(results[n]["mean_quantile_loss"])]  # not NaN
     best = min(scored, key=lambda name: results[name]["mean_quantile_loss"], default=None)
     rows = []
     for name, m in results.items():
         cov = m["coverage"]
-        rows.append(
-            [
-                name + (" *" if name == best else ""),
-                f"{m['mean_quantile_loss']:.4f}",
-                *(f"{m['quantile_loss'][f'{q:g}']:.4f}" for q in quantiles),
-                f"{m.get('q_risk_p50', float('nan')):.4f}",
-                f"{m.get('q_risk_p90', float('nan')):.4f}",
-                f"{cov['observed']:.3f}/{cov['nominal']:.2f}",
-            ]
-        )
+        row = [
+            name + (" *" if name == best else ""),
+            f"{m['mean_quantile_loss']:.4f}",
+            *(f"{m['quantile_loss'][f'{q:g}']:.4f}" for q in quantiles),
+            f"{m.get('q_risk_p50', float('nan')):.4f}",
+            f"{m.get('q_risk_p90', float('nan')):.4f}",
+            f"{cov['observed']:.3f}/{cov['nominal']:.2f}",
+        ]
+        if differences is not None:
+            row += _difference_cells(name, differences)
+        rows.append(row)
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in [header, *rows]]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    lines.append(f"(losses in {unit}; coverage observed/nominal of the outer interval; * = best)")
+    note = "coverage observed/nominal of the outer interval; * = best"
+    if differences is not None:
+        note += "; MCS: in/out of the 90% model confidence set (its p-value)"
+    lines.append(f"(losses in {unit}; {note})")
     return "\n".join(lines)
+
+
+def _difference_cells(name: str, differences: dict[str, Any]) -> list[str]:
+    dm = differences["dm"].get(name)
+    mcs = differences["mcs"]
+    p_dm = "-" if dm is None else f"{dm['pvalue']:.3f}"
+    if name not in mcs["pvalues"]:
+        return [p_dm, "-"]
+    inside = "in" if name in mcs["included"] else "out"
+    return [p_dm, f"{inside} ({mcs['pvalues'][name]:.3f})"]

@@ -8,10 +8,12 @@ from typing import Any
 
 import numpy as np
 
+from foxhunt.task.difference import compare_forecasters, coverage_tests
 from foxhunt.task.metrics import (
     forecast_metrics,
     format_table,
     unavailable_metrics,
+    window_losses,
 )
 from foxhunt.task.units import UNIT
 
@@ -24,21 +26,39 @@ def score(
     quantiles: tuple[float, ...],
     *,
     baselines: dict[str, np.ndarray],
+    days: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """The model's metrics and each baseline's on the same windows (`baselines`: {name:
     [N, H, Q]}, foxhunt.scoring's `RunBaselines.forecasts`); everything in basis points. A
-    baseline with NaN (not fitted) is reported unavailable."""
+    baseline with NaN (not fitted) is reported unavailable. "differences" holds the tests of
+    difference (task/difference.py) on the per-window losses: DM of the TFT against each, the
+    MCS over all; `days` [N] labels each window's day for the paired day-block bootstrap and
+    the MCS's block length. "coverage_tests": Kupiec and Christoffersen per forecaster and
+    quantile level."""
     scored = {}
+    losses = {"tft": window_losses(pred, target, quantiles)}
+    coverage = {"tft": coverage_tests(pred, target, quantiles)}
     for name, forecast in baselines.items():
         if np.isfinite(forecast).all():
             scored[name] = forecast_metrics(forecast, target, quantiles)
+            losses[name] = window_losses(forecast, target, quantiles)
+            coverage[name] = coverage_tests(forecast, target, quantiles)
         else:
             log.warning("baseline %s has no forecast for some windows; reported as NaN", name)
             reason = "no forecast for some windows (see the log)"
             scored[name] = unavailable_metrics(quantiles, len(target), reason)
-    return {"unit": UNIT, "test": forecast_metrics(pred, target, quantiles), "baselines": scored}
+            losses[name] = np.full(len(target), np.nan)
+    return {
+        "unit": UNIT,
+        "test": forecast_metrics(pred, target, quantiles),
+        "baselines": scored,
+        "differences": compare_forecasters(
+            losses, reference="tft", horizon=pred.shape[1], days=days
+        ),
+        "coverage_tests": coverage,  # per forecaster with a forecast, per quantile level
+    }
 
 
 def results_table(metrics: dict[str, Any], quantiles: tuple[float, ...]) -> str:
     rows = {"tft": metrics["test"], **metrics["baselines"]}
-    return format_table(rows, quantiles, metrics["unit"])
+    return format_table(rows, quantiles, metrics["unit"], metrics.get("differences"))
