@@ -26,7 +26,7 @@ LEGACY_VALUES: dict[str, dict[str, Any]] = {
         "calendar": "none",
         "cross_breaks": False,
         "contract_column": None,  # contract columns were ignored
-        "feature_groups": (),  # today's inputs only, as before the feature library
+        "feature_groups": [],  # today's inputs only, as before the feature library (as JSON holds it)
     },
     "model": {"output": "direct", "learn_spread": False, "vol_signals": 0, "sort_quantiles": False},
     "training": {

@@ -9,15 +9,24 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from foxhunt.backtest.frozen import forecast_with_run
 from foxhunt.baselines import NAMES
 from foxhunt.jobs import JobResult
-from foxhunt.runs import BASELINE_FILE, FORECASTS_FILE, METRICS_FILE, RunFileError
+from foxhunt.runs import (
+    BASELINE_FILE,
+    FORECASTS_FILE,
+    METRICS_FILE,
+    RunFileError,
+    read_metrics,
+    save_metrics,
+)
 from foxhunt.scoring import WindowForecasts, read_run_baselines, score_windows
 from foxhunt.serving import load_run
+from foxhunt.task import score
 from foxhunt.training.inference import predict_windows
 from helpers.configs import tiny_run, tiny_training
 from helpers.jobs import tiny_job
@@ -86,3 +95,18 @@ def test_a_state_that_fails_only_when_it_forecasts_is_refused_naming_the_file(
     with pytest.raises(RunFileError, match=says):
         forecast_with_run(damaged, RUN, tmp_path / "frozen.parquet")
     assert not (tmp_path / "frozen.parquet").exists()
+
+
+def test_metrics_with_an_unfitted_baseline_read_back(tmp_path: Path) -> None:
+    """A baseline without a forecast (too few train bars for a week of HAR warm-up) is an
+    `unavailable` block of NaN in metrics.json, which the report and evaluate read back."""
+    rng = np.random.default_rng(0)
+    quantiles = (0.1, 0.5, 0.9)
+    target = rng.normal(size=(50, 2))
+    pred = np.broadcast_to(np.array([-1.28, 0.0, 1.28]), (50, 2, 3)).copy()
+    metrics = score(pred, target, quantiles, baselines={"har": np.full_like(pred, np.nan)})
+    assert metrics["baselines"]["har"]["unavailable"]
+    save_metrics(tmp_path, metrics)
+    read = read_metrics(tmp_path / METRICS_FILE, quantiles)
+    assert np.isnan(read["baselines"]["har"]["mean_quantile_loss"])
+    assert "har" not in read["coverage_tests"]

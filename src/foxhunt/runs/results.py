@@ -89,10 +89,11 @@ def is_number(value: Any) -> bool:
 
 
 def non_numeric_leaf(block: dict[str, Any]) -> str | None:
-    """The first metric of a block that is not a number (a text `reason` is allowed; the
-    per-quantile tables and coverage hold numbers, coverage.interval two of them)."""
+    """The first metric of a block that is not a number (a text `reason`, or `unavailable`
+    saying why a baseline has no forecast, is allowed; the per-quantile tables and coverage
+    hold numbers, coverage.interval two of them)."""
     for key, value in block.items():
-        if key == "reason" and isinstance(value, str):
+        if key in ("reason", "unavailable") and isinstance(value, str):
             continue
         if key not in ("quantile_loss", "calibration", "coverage"):
             if not is_number(value):

@@ -107,9 +107,6 @@ def unavailable_metrics(
         },
         "calibration": {f"{q:g}": nan for q in quantiles},
         "num_windows": num_windows,
-        "coverage_tests": {
-            f"{q:g}": {"hit_rate": nan, "kupiec_p": nan, "christoffersen_p": nan} for q in quantiles
-        },
         "q_risk_p50": nan,
         "q_risk_p90": nan,
         "unavailable": reason,
