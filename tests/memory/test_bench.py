@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
@@ -19,6 +20,7 @@ from foxhunt.bench.memory import (
 )
 from foxhunt.bench.table import format_table
 from foxhunt.cli import main
+from foxhunt.data import generate_bars
 from foxhunt.memory.moments import batch_tensors
 from foxhunt.memory.peak import LiveStorageTracker
 from foxhunt.model.config import SEGMENTS
@@ -117,6 +119,33 @@ def test_cli_prints_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert data["batch_size"] == 4 and data["config"]["hidden_size"] == 16
     assert data["results"][1]["saved_bytes"] < data["results"][0]["saved_bytes"]
     assert data["results"][0]["step_ms"] is None
+
+
+def test_cli_measures_a_batch_of_real_windows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--parquet-file: the model's input counts come from the bars (13 past inputs today),
+    and the batch is their first training windows, not random numbers."""
+    bars = tmp_path / "bars.parquet"
+    generate_bars(days=8, seed=0).to_parquet(bars)
+    args = [f"--{k.replace('_', '-')}={v}" for k, v in SMALL.items()]
+    code = main(
+        [
+            "bench-memory",
+            *args,
+            "--parquet-file",
+            str(bars),
+            "--modes",
+            "none,full",
+            "--no-time",
+            "--json",
+        ]
+    )
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["preset"] == "cpu-reference on bars.parquet"
+    assert data["config"]["num_past"] == 13 and data["config"]["num_static"] == 0
+    assert data["results"][1]["saved_bytes"] < data["results"][0]["saved_bytes"]
 
 
 def test_cli_prints_predicted_vs_measured_peaks(capsys: pytest.CaptureFixture[str]) -> None:

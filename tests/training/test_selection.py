@@ -9,9 +9,10 @@ import torch
 from foxhunt.data import PreparedData
 from foxhunt.model.config import TFTConfig
 from foxhunt.model.tft import TemporalFusionTransformer
+from foxhunt.task import window_losses
 from foxhunt.task.bootstrap import block_means, interval, share_below_zero
 from foxhunt.training.config import TrainingConfig
-from foxhunt.training.selection import InitialGate, window_blocks, window_losses
+from foxhunt.training.selection import InitialGate, window_blocks
 from foxhunt.training.trainer import Trainer
 
 

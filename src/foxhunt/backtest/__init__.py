@@ -6,13 +6,13 @@ A door-level package: it runs training jobs, so only the CLI and `foxhunt.tune` 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from foxhunt.backtest.config import BacktestConfig
 from foxhunt.backtest.folds import Fold, cut_folds, leaking_targets
 from foxhunt.backtest.signal import CostModel
 from foxhunt.backtest.stats import block_bootstrap, deflated_sharpe, max_drawdown, sharpe
+from foxhunt.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from foxhunt.backtest.runner import BACKTEST_FILE, run_backtest
@@ -35,10 +35,4 @@ __all__ = [
 #: --help reads them) import no torch
 _LAZY = {"BACKTEST_FILE": "foxhunt.backtest.runner", "run_backtest": "foxhunt.backtest.runner"}
 
-
-def __getattr__(name: str) -> Any:  # PEP 562
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY)

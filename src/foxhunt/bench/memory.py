@@ -147,15 +147,21 @@ def run_benchmark(
     measure_peak_memory: bool = True,
     memory_limit_gb: float | None = None,
     seed: int = 0,
+    batch: TFTBatch | None = None,
 ) -> BenchReport:
-    """Measure every mode (``default_modes()`` unless given) of ``cfg`` at ``batch_size``."""
+    """Measure every mode (``default_modes()`` unless given) of ``cfg`` at ``batch_size``, on
+    ``batch`` (real windows) or a seeded random batch of that size."""
     device = torch.device(device)
     modes = list(modes or default_modes())
     if device.type == "cuda" and memory_limit_gb is not None:
         cap_cuda_memory(device, memory_limit_gb)
     torch.manual_seed(seed)
     model = apply_model_transforms(build_model(DEFAULT_MODEL, cfg), cfg).to(device).train()
-    batch = random_batch(cfg, batch_size, seed=seed, device=device)
+    batch = (
+        random_batch(cfg, batch_size, seed=seed, device=device)
+        if batch is None
+        else batch.to(device)
+    )
 
     def loss_fn() -> Tensor:
         torch.manual_seed(seed)  # the same dropout masks in every mode

@@ -39,6 +39,18 @@ def register(sub: Any) -> None:
         help='comma-separated: "none", "full", segment names, or "a+b" for several '
         "(default: none, each segment, full)",
     )
+    p.add_argument(
+        "--parquet-file",
+        "--data-file",
+        dest="data_file",
+        type=Path,
+        default=None,
+        help="measure on the first training batch of real bars, with the train preset's feature "
+        "groups (the model's input counts then come from the data); default: random inputs",
+    )
+    p.add_argument(
+        "--max-gap", default=None, help="with --parquet-file: as foxhunt train's --max-gap"
+    )
     p.add_argument("--device", default="cpu", choices=["auto", "cpu", "cuda"])
     p.add_argument(
         "--memory-limit-gb",
@@ -106,6 +118,9 @@ def run(args: argparse.Namespace) -> int:
         lookback=args.lookback,
         horizon=args.horizon,
     )
+    batch = None
+    if args.data_file is not None:
+        cfg, batch = real_windows(args, cfg, args.batch_size or preset.batch_size)
     modes = list(args.modes) if args.modes else default_modes()
     for mode in modes:  # fail on a typo before minutes of measuring
         if mode not in ("none", "full"):
@@ -132,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     report = run_benchmark(
         cfg,
         args.batch_size or preset.batch_size,
-        preset=args.preset,
+        preset=args.preset if batch is None else f"{args.preset} on {args.data_file.name}",
         modes=modes,
         device=device,
         steps=args.steps,
@@ -141,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
         measure_peak_memory=not args.no_peak,
         memory_limit_gb=args.memory_limit_gb if device.type == "cuda" else None,
         seed=args.seed,
+        batch=batch,
     )
     if args.json == "-":
         json.dump(report.to_dict(), sys.stdout, indent=2)
@@ -150,3 +166,29 @@ def run(args: argparse.Namespace) -> int:
         atomic_write_json(json_file, report.to_dict())
     print(format_table(report))
     return 0
+
+
+def real_windows(args: argparse.Namespace, cfg: Any, batch_size: int) -> tuple[Any, Any]:
+    """The model config completed from real bars (input counts from the data, as a run's) and
+    the first training batch of their windows, prepared as `foxhunt train --preset` would."""
+    from dataclasses import replace
+
+    from foxhunt.cli.presets import PRESETS as TRAIN_PRESETS
+    from foxhunt.data import DataConfig, make_loader, prepare_data
+    from foxhunt.jobs.prepare import fit_model_config
+    from foxhunt.model.config import DATA_FIELDS
+
+    sections = TRAIN_PRESETS[args.preset]() if args.preset in TRAIN_PRESETS else {}
+    data_fields = {**sections.get("data", {}), "lookback": cfg.lookback, "horizon": cfg.horizon}
+    if args.max_gap is not None:
+        data_fields["max_gap"] = args.max_gap
+    data = prepare_data(DataConfig(**{**data_fields, "path": args.data_file}))
+    if len(data.train) < batch_size:
+        raise ConfigError(
+            f"--parquet-file {args.data_file}: {len(data.train)} training windows, fewer than "
+            f"the batch of {batch_size}"
+        )
+    unset = replace(cfg, **dict.fromkeys(DATA_FIELDS))
+    fitted = fit_model_config(unset, data)
+    batch = next(iter(make_loader(data.train, batch_size=batch_size, shuffle=False)))
+    return fitted, batch

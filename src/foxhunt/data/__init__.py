@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from foxhunt.data.config import DataConfig
+from foxhunt.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from foxhunt.data.dataset import WindowDataset, collate_windows, make_loader
@@ -48,10 +48,4 @@ _LAZY = {
     "validate_bars": "foxhunt.data.validate",
 }
 
-
-def __getattr__(name: str) -> Any:  # PEP 562
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY)

@@ -1,6 +1,7 @@
 """Stage 4 of a train job (main rank): the baselines fitted on the train span and saved
 (baseline.json), the trained model and every baseline scored on the test windows through
-the one scoring path (`foxhunt.scoring`), and test_forecasts.parquet written."""
+the one scoring path (`foxhunt.scoring`), the inputs ranked by the selection networks'
+weights, and test_forecasts.parquet written."""
 
 from __future__ import annotations
 
@@ -14,11 +15,13 @@ from foxhunt.scoring import (
     Scored,
     WindowForecasts,
     fit_run_baselines,
+    run_importance,
     save_run_baselines,
     score_windows,
     validation_reference,
 )
 from foxhunt.training.finite import check_finite_forecasts
+from foxhunt.training.inference import mean_selection_weights
 
 
 def score_test(built: BuiltRun, fitted: Fitted, job: JobSetting) -> Scored:
@@ -32,6 +35,10 @@ def score_test(built: BuiltRun, fitted: Fitted, job: JobSetting) -> Scored:
     check_finite_forecasts(pred, "test")  # a NaN model is never saved
     forecasts = WindowForecasts(dataset=data.test, pred=pred, target=target)
     scored = score_windows(forecasts, baselines, data.preprocessor, quantiles)
+    # which inputs the selection networks chose on the test windows, per input and per group
+    weights = mean_selection_weights(fitted.trainer.model, data.test, device=fitted.trainer.device)
+    importance = run_importance(data.preprocessor, weights)
+    scored = replace(scored, metrics={**scored.metrics, "importance": importance})
     reference = validation_reference(baselines, data, quantiles)
     if reference:
         scored = replace(scored, metrics={**scored.metrics, "validation_baselines": reference})

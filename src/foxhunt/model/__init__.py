@@ -4,9 +4,9 @@ Transforms of a built model (checkpointing, QAT) live in ``foxhunt.transforms``.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from foxhunt.lazy import lazy_exports
 from foxhunt.model.config import SEGMENTS, TFTConfig
 
 if TYPE_CHECKING:
@@ -34,10 +34,4 @@ _LAZY = {
     "TFTOutput": "foxhunt.model.tft",
 }
 
-
-def __getattr__(name: str) -> Any:  # PEP 562
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY)

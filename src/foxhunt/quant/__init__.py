@@ -8,9 +8,9 @@ a layer above). See docs/QAT_GUIDE.md."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from foxhunt.lazy import lazy_exports
 from foxhunt.quant.config import QATConfig
 
 if TYPE_CHECKING:
@@ -45,10 +45,4 @@ _LAZY = {
     ),
 }
 
-
-def __getattr__(name: str) -> Any:  # PEP 562
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY)

@@ -16,6 +16,7 @@ from foxhunt.input_path import check_readable_file
 from foxhunt.model.config import TFTConfig
 from foxhunt.runs import HISTORY_FILE, METRICS_FILE, read_history_lines, read_metrics
 from foxhunt.runs.identity import fingerprint, read_identity
+from foxhunt.scoring.importance import input_groups
 from foxhunt.serving import load_run
 from foxhunt.task import bp_per_unit, calibration
 from foxhunt.training.inference import sequential_batches
@@ -39,6 +40,7 @@ class ReportData:
     future_importance: np.ndarray  # [F] mean over windows and horizon steps
     attention: np.ndarray  # [H, L + H] mean attention of each horizon step over positions
     lookback: int
+    groups: dict[str, str]  # input name -> its feature group (scoring/importance.py)
 
     @property
     def calibration(self) -> np.ndarray:
@@ -135,4 +137,5 @@ def collect_from(
         future_importance=found["future"],
         attention=found["attention"],
         lookback=config.inputs.lookback,
+        groups=input_groups(data.preprocessor),
     )

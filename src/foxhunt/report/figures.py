@@ -9,6 +9,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure  # pyplot-free: no backend, no global figure state
 
 from foxhunt.report.collect import ReportData
+from foxhunt.scoring.importance import kind_names, rank_importance
 
 BAND = "#4C72B0"
 
@@ -48,30 +49,38 @@ def forecast_bands(data: ReportData, step: int = 0, windows: int = 300) -> Figur
     return fig
 
 
+TOP_INPUTS = 20  # more bars than this are unreadable; the groups panel sums the rest
+
+
 def _bars(ax: Axes, names: Sequence[str], weights: np.ndarray, title: str) -> None:
-    order = np.argsort(weights)
+    order = np.argsort(weights)[-TOP_INPUTS:]
     ax.barh(np.asarray(names)[order], weights[order], color=BAND)
-    ax.set(title=title, xlabel="mean selection weight")
+    shown = f" (top {TOP_INPUTS} of {len(names)})" if len(names) > TOP_INPUTS else ""
+    ax.set(title=title + shown, xlabel="mean selection weight")
     ax.grid(axis="x", alpha=0.3)
 
 
 def importance(data: ReportData) -> Figure:
-    schema = data.schema
-    groups = [
-        (
-            [*schema.static_names, *schema.static_categorical_names],
-            data.static_importance,
-            "static",
-        ),
-        (list(schema.past_names), data.past_importance, "past (lookback)"),
-        (list(schema.future_names), data.future_importance, "future (known)"),
-    ]
-    groups = [g for g in groups if len(g[0])]
-    heights = [max(2.0, 0.3 * len(names) + 1) for names, _, _ in groups]
-    fig = Figure(figsize=(12, max(heights)))
-    axes = fig.subplots(1, len(groups), squeeze=False)
-    for ax, (names, weights, title) in zip(axes[0], groups, strict=True):
-        _bars(ax, names, weights, title)
+    """Per selection network: its inputs (the top ones) and its feature groups, summed."""
+    names = kind_names(data.schema)
+    weights = {
+        "static": data.static_importance,
+        "past": data.past_importance,
+        "future": data.future_importance,
+    }
+    ranked = rank_importance(names, weights, data.groups)
+    titles = {"static": "static", "past": "past (lookback)", "future": "future (known)"}
+    kinds = [k for k in ("static", "past", "future") if k in ranked]
+    rows = min(TOP_INPUTS, max(len(names[k]) for k in kinds))
+    fig = Figure(figsize=(5 * len(kinds), max(4.0, 0.3 * rows + 1) + 3.5))
+    axes = fig.subplots(2, len(kinds), squeeze=False, height_ratios=[max(2.0, 0.3 * rows), 2.5])
+    for col, kind in enumerate(kinds):
+        _bars(axes[0][col], list(names[kind]), np.asarray(weights[kind]), titles[kind])
+        groups = ranked[kind]["groups"][::-1]
+        labels = [f"{g['group']} ({g['inputs']})" for g in groups]
+        axes[1][col].barh(labels, [g["weight"] for g in groups], color=BAND)
+        axes[1][col].set(title=f"{titles[kind]}: by feature group", xlabel="summed weight")
+        axes[1][col].grid(axis="x", alpha=0.3)
     fig.suptitle("Variable importance")
     fig.tight_layout()
     return fig

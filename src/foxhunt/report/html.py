@@ -24,7 +24,9 @@ CAPTIONS = {
     "forecasts": "Test-split forecasts one bar ahead: the outer quantile band, the median and "
     "the realized log return.",
     "importance": "Mean variable-selection weight of each input over the test windows (each "
-    "network's weights sum to 1 per time step).",
+    "network's weights sum to 1 per time step): the top inputs of each network, then its "
+    "weight summed per feature group (inputs in brackets); metrics.json's importance ranks "
+    "them all.",
     "attention": "Mean attention of each horizon step over the lookback and the horizon "
     "(causal: a step never attends to later steps).",
     "calibration": "Share of test targets at or below each quantile forecast; on the diagonal "

@@ -14,6 +14,7 @@ from foxhunt.scoring.baselines import (
     read_run_baselines,
     save_run_baselines,
 )
+from foxhunt.scoring.importance import rank_importance, run_importance
 from foxhunt.scoring.score import Scored, WindowForecasts, score_windows, validation_reference
 from foxhunt.scoring.windows import (
     bar_returns,
@@ -31,7 +32,9 @@ __all__ = [
     "fit_run_baselines",
     "forecast_frame",
     "historical_baseline",
+    "rank_importance",
     "read_run_baselines",
+    "run_importance",
     "save_run_baselines",
     "score_windows",
     "validation_reference",

@@ -31,8 +31,10 @@ def pinball_total(pred: Array, target: Array, quantiles: Sequence[float]) -> tup
 
 
 def window_losses(pred: Array, target: Array, quantiles: Sequence[float]) -> Array:
-    """[W] mean pinball loss of each window of `pred` [W, H, Q] over its steps and levels."""
-    return pinball(pred, target[..., None], np.asarray(quantiles)).mean(axis=(1, 2))
+    """[W] mean pinball loss of each window of `pred` [W, H, Q] over its steps and levels (the
+    initial-weights gate, the tests of difference and the backtest all read these)."""
+    losses = pinball(pred, target[..., None], np.asarray(quantiles))  # [W, H, Q]
+    return np.asarray(losses.reshape(len(losses), -1).mean(axis=1), dtype=np.float64)
 
 
 def calibration(pred: Array, target: Array) -> Array:

@@ -8,10 +8,10 @@ missing. Under DDP the door builds a tracker on the main rank only.
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from foxhunt.lazy import lazy_exports
 from foxhunt.tracking.config import LOGGERS, TrackingConfig
 from foxhunt.tracking.deps import check_installed
 
@@ -39,13 +39,7 @@ _LAZY = {
     "Tracker": "foxhunt.tracking.tracker",
 }
 
-
-def __getattr__(name: str) -> Any:  # PEP 562
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 
 def default_mlflow_uri(run_dir: Path) -> str:

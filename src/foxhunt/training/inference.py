@@ -49,3 +49,31 @@ def predict_windows(
     quantiles = np.concatenate(preds).astype(np.float64)
     check_coherent(quantiles, "forecasts")
     return quantiles, target, anchor
+
+
+@torch.no_grad()
+def mean_selection_weights(
+    model: nn.Module,
+    dataset: Dataset[TFTBatch],
+    *,
+    batch_size: int = 512,
+    device: torch.device | str = "cpu",
+) -> dict[str, np.ndarray]:
+    """Each variable selection network's weight per input, averaged over every window and
+    time step of `dataset`: {"static": [S + C], "past": [P], "future": [F]} (each sums to 1,
+    or is empty when the model has no such inputs)."""
+    model.eval()
+    sums: dict[str, np.ndarray] = {}
+    count = 0
+    for batch in sequential_batches(dataset, batch_size):
+        out = model(batch.to(device))
+        parts = {
+            "static": out.static_weights,  # [B, S + C]
+            "past": out.past_weights.mean(1),  # [B, L, P] -> [B, P]
+            "future": out.future_weights.mean(1),  # [B, H, F] -> [B, F]
+        }
+        for key, value in parts.items():
+            total = value.double().sum(0).cpu().numpy()
+            sums[key] = sums[key] + total if key in sums else total
+        count += batch.batch_size
+    return {key: value / max(count, 1) for key, value in sums.items()}

@@ -20,18 +20,12 @@ from torch import Tensor, nn
 from torch.utils.data import Dataset
 
 from foxhunt.batch import TFTBatch
-from foxhunt.task import pinball
+from foxhunt.task import window_losses
 from foxhunt.task.bootstrap import day_blocks, share_below_zero
 
 log = logging.getLogger("foxhunt.train")
 
 Predict = Callable[[Dataset[TFTBatch]], tuple[np.ndarray, np.ndarray]]
-
-
-def window_losses(pred: np.ndarray, target: np.ndarray, quantiles: Sequence[float]) -> np.ndarray:
-    """[N] mean pinball loss of each window over its steps and quantiles."""
-    losses = pinball(pred, target[..., None], np.asarray(quantiles))  # [N, H, Q]
-    return np.asarray(losses.reshape(len(losses), -1).mean(axis=1), dtype=np.float64)
 
 
 def window_blocks(dataset: Dataset[TFTBatch]) -> NDArray[np.int64]:
