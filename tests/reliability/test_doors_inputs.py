@@ -147,3 +147,27 @@ def test_a_bar_whose_open_or_close_lies_outside_its_range_is_refused(
     path = tmp_path / "bars.parquet"
     frame.to_parquet(path)
     refused(["inspect", path], str(path), repr(column), f"row {row}", "[low, high]")
+
+
+@pytest.mark.parametrize("command", ["train", "backtest", "tune"])
+@pytest.mark.parametrize(
+    ("flags", "field"),
+    [
+        (["--lr", "0.01", "--training.lr", "0.02"], "--training.lr"),
+        (["--lr", "0.01", "--lr", "0.02"], "--training.lr"),
+        (["--parquet-file", "a.parquet", "--csv-file", "b.csv"], "--data.path"),
+        (["--checkpoint-segments", "past_vsn", "--use-gradient-checkpointing"], "checkpointing"),
+        (["--seed", "1", "--training.seed", "2"], "--training.seed"),
+    ],
+)
+def test_one_field_given_two_values_is_refused(
+    command: str, flags: list[str], field: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two spellings of one field (or one flag twice) with different values: the later one
+    won unseen. Now exit 2 naming the field; the same value twice stays fine."""
+    from foxhunt.cli import main
+
+    assert main([command, *flags, "--print-config"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and field in err[0] and "give it once" in err[0], err
+    assert main([command, *flags[:2], *flags[:2], "--print-config"]) == 0

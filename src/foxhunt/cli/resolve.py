@@ -137,12 +137,30 @@ def resolve(command: Command, argv: Sequence[str]) -> tuple[Any, Any, bool]:
         except UsageError as exc:
             raise UsageError(f"{where}: {exc}") from None
     flags = normalize(rest, command.args, command.spellings)
+    check_given_once(flags)
     try:
         cfg = parser.parse_args(flags, namespace=cfg)
     except argparse.ArgumentError as exc:
         raise UsageError(explain(str(exc), command.args)) from None
     check_numbers(flat(cfg), command.args, command.spellings)
     return parser, cfg, show
+
+
+def check_given_once(flags: Sequence[str]) -> None:
+    """Refuse a field the flags give two different values (a flag repeated, or two spellings
+    of one field: ``--lr`` and ``--training.lr``, ``--seed`` and ``--training.seed``,
+    ``--use-gradient-checkpointing`` and ``--checkpoint-segments``) rather than let the
+    later one win unseen; ``flags`` are ``normalize``'s ``--key VALUE`` pairs."""
+    given: dict[str, str] = {}
+    for key, value in zip(flags, [*flags[1:], ""], strict=True):
+        if not key.startswith("--") or value.startswith("--"):
+            continue
+        name = key[2:]
+        if given.setdefault(name, value) != value:
+            raise UsageError(
+                f"--{name} is given two values on the command line ({given[name]} and "
+                f"{value}, perhaps through two spellings of it): give it once"
+            )
 
 
 def flat(cfg: Any) -> dict[str, Any]:
