@@ -12,6 +12,7 @@ import argparse
 import reprlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -152,7 +153,7 @@ def check_given_once(flags: Sequence[str]) -> None:
     ``--use-gradient-checkpointing`` and ``--checkpoint-segments``) rather than let the
     later one win unseen; ``flags`` are ``normalize``'s ``--key VALUE`` pairs."""
     given: dict[str, str] = {}
-    for key, value in zip(flags, [*flags[1:], ""], strict=True):
+    for key, value in pairwise(flags):
         if not key.startswith("--") or value.startswith("--"):
             continue
         name = key[2:]
