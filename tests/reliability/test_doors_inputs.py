@@ -151,23 +151,33 @@ def test_a_bar_whose_open_or_close_lies_outside_its_range_is_refused(
 
 @pytest.mark.parametrize("command", ["train", "backtest", "tune"])
 @pytest.mark.parametrize(
-    ("flags", "field"),
+    ("flags", "named"),
     [
-        (["--lr", "0.01", "--training.lr", "0.02"], "--training.lr"),
-        (["--lr", "0.01", "--lr", "0.02"], "--training.lr"),
-        (["--parquet-file", "a.parquet", "--csv-file", "b.csv"], "--data.path"),
-        (["--checkpoint-segments", "past_vsn", "--use-gradient-checkpointing"], "checkpointing"),
-        (["--seed", "1", "--training.seed", "2"], "--training.seed"),
+        (["--lr", "0.01", "--training.lr", "0.02"], ["--lr", "--training.lr"]),
+        (["--parquet-file", "a.parquet", "--csv-file", "b.csv"], ["--csv-file", "--parquet-file"]),
+        (["--checkpoint-segments", "past_vsn", "--use-gradient-checkpointing"], ["checkpointing"]),
+        (["--seed", "1", "--training.seed", "2"], ["--seed", "--training.seed"]),
     ],
 )
-def test_one_field_given_two_values_is_refused(
-    command: str, flags: list[str], field: str, capsys: pytest.CaptureFixture[str]
+def test_one_field_given_two_values_by_two_spellings_is_refused(
+    command: str, flags: list[str], named: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Two spellings of one field (or one flag twice) with different values: the later one
-    won unseen. Now exit 2 naming the field; the same value twice stays fine."""
+    """Two spellings of one field with different values: the later one won unseen. Now
+    exit 2 naming both; the same value twice stays fine."""
     from foxhunt.cli import main
 
     assert main([command, *flags, "--print-config"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and field in err[0] and "give it once" in err[0], err
+    assert len(err) == 1 and "give it once" in err[0], err
+    assert all(name in err[0] for name in named), err
     assert main([command, *flags[:2], *flags[:2], "--print-config"]) == 0
+
+
+def test_one_flag_repeated_is_an_override(capsys: pytest.CaptureFixture[str]) -> None:
+    """A script's base flags then an override (`... --epochs 1 ... --epochs 2`): the last
+    wins, as on any command line."""
+    from foxhunt.cli import main
+
+    assert main(["train", "--epochs", "1", "--lr", "0.5", "--epochs", "2", "--print-config"]) == 0
+    printed = capsys.readouterr().out
+    assert "epochs: 2" in printed and "epochs: 1" not in printed

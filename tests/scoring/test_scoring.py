@@ -110,3 +110,23 @@ def test_metrics_with_an_unfitted_baseline_read_back(tmp_path: Path) -> None:
     read = read_metrics(tmp_path / METRICS_FILE, quantiles)
     assert np.isnan(read["baselines"]["har"]["mean_quantile_loss"])
     assert "har" not in read["coverage_tests"]
+
+
+@pytest.mark.parametrize(
+    ("where", "value"),
+    [(("dm", "zero"), -1), (("mcs", "pvalues"), [1]), (("mcs", "included"), "tft"), ((), 5)],
+)
+def test_damaged_tests_of_difference_are_named(
+    finished: tuple[Path, JobResult], tmp_path: Path, where: tuple[str, ...], value: Any
+) -> None:
+    """The fuzz found `differences.dm.<name>: -1` crashing the report's table: now one line."""
+    folder, _ = finished
+    metrics = json.loads((folder / METRICS_FILE).read_text())
+    if where:
+        metrics["differences"][where[0]][where[1]] = value
+    else:
+        metrics["differences"] = value
+    path = tmp_path / METRICS_FILE
+    path.write_text(json.dumps(metrics))
+    with pytest.raises(RunFileError, match=r"differences.* the file is damaged"):
+        read_metrics(path, RUN.model.quantiles)

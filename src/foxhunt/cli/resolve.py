@@ -138,7 +138,7 @@ def resolve(command: Command, argv: Sequence[str]) -> tuple[Any, Any, bool]:
         except UsageError as exc:
             raise UsageError(f"{where}: {exc}") from None
     flags = normalize(rest, command.args, command.spellings)
-    check_given_once(flags)
+    check_given_once(rest, flags, command)
     try:
         cfg = parser.parse_args(flags, namespace=cfg)
     except argparse.ArgumentError as exc:
@@ -147,21 +147,31 @@ def resolve(command: Command, argv: Sequence[str]) -> tuple[Any, Any, bool]:
     return parser, cfg, show
 
 
-def check_given_once(flags: Sequence[str]) -> None:
-    """Refuse a field the flags give two different values (a flag repeated, or two spellings
-    of one field: ``--lr`` and ``--training.lr``, ``--seed`` and ``--training.seed``,
-    ``--use-gradient-checkpointing`` and ``--checkpoint-segments``) rather than let the
-    later one win unseen; ``flags`` are ``normalize``'s ``--key VALUE`` pairs."""
-    given: dict[str, str] = {}
+def check_given_once(argv: Sequence[str], flags: Sequence[str], command: Command) -> None:
+    """Refuse a field that two spellings on the command line give different values
+    (``--lr`` and ``--training.lr``, ``--parquet-file`` and ``--csv-file``, ``--seed`` and
+    ``--training.seed``, ``--use-gradient-checkpointing`` and ``--checkpoint-segments``)
+    rather than let the later one win unseen. One flag repeated is an override, as in any
+    command line: the last one wins. ``flags`` are ``normalize``'s ``--key VALUE`` pairs of
+    ``argv``."""
+    keys_of: dict[str, tuple[str, ...]] = {f: (a.key,) for a in command.args for f in a.flags}
+    for spelling in command.spellings:
+        keys_of[spelling.flag] = tuple(key for key, _ in spelling.expand("1"))
+    spelled: dict[str, set[str]] = {}  # key -> the flags that set it
+    for token in argv:
+        name = token.partition("=")[0]
+        if name.startswith("--no-") and "--" + name[5:] in keys_of:
+            name = "--" + name[5:]  # --no-report is the --report switch
+        for key in keys_of.get(name, ()):
+            spelled.setdefault(key, set()).add(name)
+    values: dict[str, list[str]] = {}
     for key, value in pairwise(flags):
-        if not key.startswith("--") or value.startswith("--"):
-            continue
-        name = key[2:]
-        if given.setdefault(name, value) != value:
-            raise UsageError(
-                f"--{name} is given two values on the command line ({given[name]} and "
-                f"{value}, perhaps through two spellings of it): give it once"
-            )
+        if key.startswith("--") and not value.startswith("--"):
+            values.setdefault(key[2:], []).append(value)
+    for key, given in values.items():
+        if len(set(given)) > 1 and len(spelled.get(key, ())) > 1:
+            names = " and ".join(sorted(spelled[key]))
+            raise UsageError(f"{names} both set {key}, to {given[0]} and {given[-1]}: give it once")
 
 
 def flat(cfg: Any) -> dict[str, Any]:

@@ -59,7 +59,32 @@ def read_metrics(path: Path, quantiles: tuple[float, ...]) -> dict[str, Any]:
         field = missing_metric(block, quantiles) or non_numeric_leaf(block)
         if field is not None:
             raise RunFileError(f"{path}: {name}.{field} is not a number; the file is damaged")
+    if "differences" in metrics and (field := damaged_differences(metrics["differences"])):
+        raise RunFileError(f"{path}: differences.{field} is not as written; the file is damaged")
     return dict(metrics)
+
+
+def damaged_differences(differences: Any) -> str | None:
+    """The first part of metrics.json's tests of difference (task/difference.py) the table
+    cannot read: the reference's name, each DM p-value, the MCS members and p-values."""
+    if not isinstance(differences, dict):
+        return "(top level)"
+    if not isinstance(differences.get("reference"), str):
+        return "reference"
+    dm, mcs = differences.get("dm"), differences.get("mcs")
+    if not isinstance(dm, dict):
+        return "dm"
+    for name, pair in dm.items():
+        if not isinstance(pair, dict) or not is_number(pair.get("pvalue")):
+            return f"dm.{name}"
+    if not isinstance(mcs, dict):
+        return "mcs"
+    included, pvalues = mcs.get("included"), mcs.get("pvalues")
+    if not isinstance(included, list) or not all(isinstance(n, str) for n in included):
+        return "mcs.included"
+    if not isinstance(pvalues, dict) or not all(map(is_number, pvalues.values())):
+        return "mcs.pvalues"
+    return None
 
 
 METRIC_KEYS = ("mean_quantile_loss", "num_windows", "q_risk_p50", "q_risk_p90")
