@@ -19,7 +19,7 @@ from foxhunt.runs.identity import fingerprint, read_identity
 from foxhunt.scoring.importance import input_groups
 from foxhunt.serving import load_run
 from foxhunt.task import bp_per_unit, calibration
-from foxhunt.training.inference import sequential_batches
+from foxhunt.training.inference import selection_weight_sums, sequential_batches
 
 
 @dataclass(frozen=True)
@@ -66,14 +66,12 @@ def interpret(model: torch.nn.Module, dataset: WindowDataset, scale: float) -> d
         assert batch.target is not None and batch.anchor is not None
         targets.append(batch.target.numpy() * scale)
         anchors.append(batch.anchor.numpy())
-        parts = {
-            "static": out.static_weights.sum(0),
-            "past": out.past_weights.sum((0, 1)) / out.past_weights.shape[1],
-            "future": out.future_weights.sum((0, 1)) / max(out.future_weights.shape[1], 1),
-            "attention": out.attention.sum(0),
+        parts = {  # the same reduction as metrics.json's importance
+            **selection_weight_sums(out),
+            "attention": out.attention.double().sum(0).cpu().numpy(),
         }
         for key, value in parts.items():
-            sums[key] = sums.get(key, 0) + value.double().cpu().numpy()
+            sums[key] = sums.get(key, 0) + value
         count += batch.batch_size
     return {
         "forecasts": np.concatenate(forecasts).astype(np.float64),

@@ -66,14 +66,19 @@ def mean_selection_weights(
     sums: dict[str, np.ndarray] = {}
     count = 0
     for batch in sequential_batches(dataset, batch_size):
-        out = model(batch.to(device))
-        parts = {
-            "static": out.static_weights,  # [B, S + C]
-            "past": out.past_weights.mean(1),  # [B, L, P] -> [B, P]
-            "future": out.future_weights.mean(1),  # [B, H, F] -> [B, F]
-        }
-        for key, value in parts.items():
-            total = value.double().sum(0).cpu().numpy()
+        for key, total in selection_weight_sums(model(batch.to(device))).items():
             sums[key] = sums[key] + total if key in sums else total
         count += batch.batch_size
     return {key: value / max(count, 1) for key, value in sums.items()}
+
+
+def selection_weight_sums(out: Any) -> dict[str, np.ndarray]:
+    """One batch's selection weights (a ``TFTOutput``), each window's averaged over its time
+    steps, summed over the windows: {"static": [S + C], "past": [P], "future": [F]}, float64.
+    The mean of these over a dataset is what metrics.json's importance and the report show."""
+    parts = {
+        "static": out.static_weights,  # [B, S + C]
+        "past": out.past_weights.mean(1),  # [B, L, P] -> [B, P]
+        "future": out.future_weights.mean(1),  # [B, H, F] -> [B, F]
+    }
+    return {key: value.double().sum(0).cpu().numpy() for key, value in parts.items()}
