@@ -137,16 +137,16 @@ def test_bad_input_is_exit_2_with_one_line(
 def test_refit_warm_starts_each_fold_from_the_previous_ones_weights(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from foxhunt.backtest import runner
+    from foxhunt.backtest import fold_job
 
     starts: list[Path] = []
-    original = runner._warm_start
+    original = fold_job._warm_start
 
     def spy(previous: Path) -> Any:
         starts.append(previous)
         return original(previous)
 
-    monkeypatch.setattr(runner, "_warm_start", spy)
+    monkeypatch.setattr(fold_job, "_warm_start", spy)
     result = run_backtest(CONFIG, tmp_path, replace(BT, refit="warm"))
     assert len(result["folds"]) == 3
     assert starts == [tmp_path / "folds" / str(k) / "run" for k in (0, 1)]

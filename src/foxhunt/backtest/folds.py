@@ -114,18 +114,7 @@ def cut_folds(
                 f"--folds {folds}: the data has {n} distinct timestamps, too few for "
                 f"{folds} test spans and a training span; use at most {max(n - 1, 1)} folds"
             )
-    if isinstance(test_size, int):
-        starts = [n - (folds - k) * test_size for k in range(folds)]
-        if starts[0] < 1:
-            raise ConfigError(
-                f"--folds {folds} x --test-size {test_size} bars leave no training bars "
-                f"(the file has {n} distinct timestamps)"
-            )
-        test_starts = [distinct[s] for s in starts]
-    else:
-        end = distinct[-1] + pd.Timedelta(1, unit="ns")
-        wanted = [end - (folds - k) * test_size for k in range(folds)]
-        test_starts = [distinct[int(distinct.searchsorted(w))] for w in wanted]
+    test_starts = _test_starts(distinct, folds, test_size)
     ends: list[pd.Timestamp | None] = [*test_starts[1:], None]
     length = test_starts[0] - embargo - distinct[0]  # the first fold's training span
     if length <= pd.Timedelta(0) or len(set(test_starts)) < folds:
@@ -154,6 +143,25 @@ def cut_folds(
             )
         )
     return out
+
+
+def _test_starts(
+    distinct: pd.DatetimeIndex, folds: int, test_size: int | pd.Timedelta
+) -> list[pd.Timestamp]:
+    """The first timestamp of each fold's test span: the last ``folds`` spans of
+    ``test_size`` (bars, or a duration) before the end of ``distinct``."""
+    n = len(distinct)
+    if isinstance(test_size, int):
+        starts = [n - (folds - k) * test_size for k in range(folds)]
+        if starts[0] < 1:
+            raise ConfigError(
+                f"--folds {folds} x --test-size {test_size} bars leave no training bars "
+                f"(the file has {n} distinct timestamps)"
+            )
+        return [distinct[s] for s in starts]
+    end = distinct[-1] + pd.Timedelta(1, unit="ns")
+    wanted = [end - (folds - k) * test_size for k in range(folds)]
+    return [distinct[int(distinct.searchsorted(w))] for w in wanted]
 
 
 def leaking_targets(target_times_ns: np.ndarray, folds: list[Fold], k: int) -> int:

@@ -77,16 +77,7 @@ def inspect_bars(
     if contract_column is not None:
         report["contracts"] = _contracts(frame, contract_column)
     else:
-        report["suspect_jumps"] = [
-            {
-                "symbol": j.symbol,
-                "timestamp": str(j.timestamp),
-                "after": str(j.previous),
-                "return_bp": round(j.log_return * 1e4, 2),
-                "robust_sigmas": round(j.sigmas, 1),
-            }
-            for j in suspect_jumps(frame)
-        ]
+        report["suspect_jumps"] = _jumps(frame)
     report["zero_volume_bars"] = _zero_volume(frame, codes, times_ns, spacing)
     report["windows"] = _windows(codes, times_ns, spacing, calendar, symbols, lookback, horizon)
     return report
@@ -118,6 +109,20 @@ def _contracts(frame: pd.DataFrame, column: str) -> dict[str, Any]:
         for r in contract_rolls(frame, column)
     ]
     return {"column": column, "by_symbol": listed, "rolls": rolls}
+
+
+def _jumps(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """The suspect jumps at session boundaries (a roll a continuous series hides)."""
+    return [
+        {
+            "symbol": j.symbol,
+            "timestamp": str(j.timestamp),
+            "after": str(j.previous),
+            "return_bp": round(j.log_return * 1e4, 2),
+            "robust_sigmas": round(j.sigmas, 1),
+        }
+        for j in suspect_jumps(frame)
+    ]
 
 
 def _stamp(ns: np.ndarray | int, tz: str) -> Any:

@@ -97,6 +97,23 @@ def measure_costs(
         apply_checkpointing(model, before)
         model.train(was_training)
         model.zero_grad(set_to_none=True)
+    fixed = fixed_bytes(model, runtime)
+    return _cost_table(hi, lo, accumulated, seconds, names, (big, small), fixed)
+
+
+def _cost_table(
+    hi: _Probe,
+    lo: _Probe,
+    accumulated: dict[str, float],
+    seconds: dict[str, float],
+    names: Sequence[str],
+    sizes: tuple[int, int],
+    fixed: float,
+) -> CostTable:
+    """The cost table from the probes of the full batch (``hi``) and its first half (``lo``),
+    of sizes ``sizes``: the slope between them per sample, the intercept what does not scale;
+    ``accumulated``: the half batch's moment peaks as a later micro-batch."""
+    big, small = sizes
 
     def slope(a: float, b: float) -> float:
         return (a - b) / (big - small) if big > small else a / big
@@ -134,7 +151,7 @@ def measure_costs(
         )
 
     return CostTable(
-        fixed_bytes=fixed_bytes(model, runtime),
+        fixed_bytes=fixed,
         other_saved_bytes=other,
         batch_bytes=slope(hi.batch_bytes, lo.batch_bytes),
         forward=working(FORWARD),

@@ -10,7 +10,8 @@ reading one piece (the run folder reads ``training.config``) never loads the who
   ``finite.py`` (non-finite weights end training) and ``selection.py`` (an epoch must beat
   the initial weights);
 - ``config.py``: ``TrainingConfig``; ``guards.py``: checks before a model is built or trained;
-- ``callbacks.py``: the callback seam; ``checkpoint.py``: checkpoints and ``resume_point``;
+- ``callbacks.py``: the callback seam; ``checkpoint.py``: checkpoints and ``resume_point``
+  (their files: ``checkpoint_format.py``; whether one is this run's: ``checkpoint_checks.py``);
 - ``distributed.py``: torch.distributed and DDP (``wrap_ddp``, applied last);
 - ``memory.py``: the memory planner pointed at a trainer;
 - ``calibrate.py``: the baseline head's calibration before the first epoch;
