@@ -156,8 +156,12 @@ def test_resume_from_a_step(finished: Path, bars_file: Path) -> None:
     refused([*args, "--resume-from", "7"], "--resume-from 7", "steps [")
     first = epoch_records(finished)
     assert [r["epoch"] for r in first] == [0]
+    killed = finished / "checkpoints" / ".tmp-step-000000009-0badf00d"  # a save killed mid-write
+    killed.mkdir()
+    (killed / "model.safetensors").write_bytes(b"half")
     code, err = cli([*args, "--resume-from", "2"])
     assert code == 0, err
+    assert not killed.exists()  # the resume cleared it
     assert "step-000000002: epoch 1, batch 2, step 2" in err  # the INFO line naming it
     resumed = epoch_records(finished)[len(first) :]
     assert [r["epoch"] for r in resumed] == [0, 1]  # from the last checkpoint: [1] only

@@ -139,6 +139,25 @@ def test_sigkill_during_save_leaves_previous_checkpoint_loadable(tmp_path: Path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["step-000000001"]
 
 
+def test_clean_partial_removes_only_unfinished_saves(storage: Any) -> None:
+    storage.save("step-000000001", FILES)
+    storage.save("step-000000002", FILES)
+    storage.delete("step-000000002")
+    storage.save("step-000000002", FILES)
+    if isinstance(storage, FsspecStorage):  # a save killed before its manifest
+        storage.fs.makedirs(storage._path("step-000000003"), exist_ok=True)
+        storage.fs.pipe_file(storage._path("step-000000003", "model.safetensors"), b"half")
+    else:  # a save killed in its temporary folder
+        (storage.root / ".tmp-step-000000003-dead").mkdir()
+    storage.clean_partial()
+    assert storage.list() == ["step-000000001", "step-000000002"]
+    assert storage.load("step-000000002") == FILES
+    if isinstance(storage, FsspecStorage):
+        assert not storage.fs.exists(storage._path("step-000000003"))
+    else:
+        assert sorted(p.name for p in storage.root.iterdir()) == storage.list()
+
+
 def test_open_storage_picks_backend(tmp_path: Path) -> None:
     assert isinstance(open_storage(str(tmp_path)), LocalStorage)
     assert isinstance(open_storage(f"file://{tmp_path}"), LocalStorage)

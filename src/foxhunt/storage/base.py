@@ -50,6 +50,10 @@ class CheckpointStorage(Protocol):
         """Where `name` lives, for messages."""
         ...
 
+    def clean_partial(self) -> None:
+        """Remove what saves killed mid-write left behind (never a complete checkpoint)."""
+        ...
+
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()

@@ -87,6 +87,16 @@ class FsspecStorage:
             self.fs.rm(self._path(name), recursive=True)
 
 
+    def clean_partial(self) -> None:
+        # a save writes its manifest last: a folder without one is a killed save's
+        if not self.fs.exists(self.root):
+            return
+        for entry in self.fs.ls(self.root, detail=False):
+            name = str(entry).rstrip("/").rsplit("/", 1)[-1]
+            if self.fs.isdir(self._path(name)) and not self.fs.exists(self._path(name, MANIFEST)):
+                self.fs.rm(self._path(name), recursive=True)
+
+
 def open_storage(location: str) -> Any:
     """A local folder or an fsspec URL."""
     from pathlib import Path

@@ -135,6 +135,7 @@ class Checkpointer:
 
     def restore(self, trainer: Trainer, name: str | None = None) -> str:
         """Load `name` (default: the latest complete checkpoint) into the trainer."""
+        self.storage.clean_partial()  # a killed save's leftovers, before this run saves again
         name = name or resume_point(self)
         files = self.storage.load(name)
         where = self.storage.describe(name)
