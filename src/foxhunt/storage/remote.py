@@ -86,7 +86,6 @@ class FsspecStorage:
             self.fs.rm(self._path(name, MANIFEST))  # uncommit first: never half-deleted-but-listed
             self.fs.rm(self._path(name), recursive=True)
 
-
     def clean_partial(self) -> None:
         # a save writes its manifest last: a folder without one is a killed save's
         if not self.fs.exists(self.root):
