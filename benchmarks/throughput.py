@@ -16,13 +16,16 @@ reported (install it with ``pip install -e .[bench]``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import torch
 
@@ -31,12 +34,13 @@ _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-from _bench_config import BenchConfig, ModelShape  # noqa: E402
+from _bench_config import SHAPES, BenchConfig, ModelShape  # noqa: E402
 from _bench_measure import (  # noqa: E402
     InferenceResult,
     measure_accuracy,
     measure_inference,
     measure_loader,
+    memory_shortfall,
     profile_step,
     saved_for_backward_bytes,
 )
@@ -52,6 +56,14 @@ from _bench_models import (  # noqa: E402
 )
 from _bench_quiet import busy_cores_now, wait_until_quiet  # noqa: E402
 from _bench_report import LibraryResult, Report, format_report, machine_info  # noqa: E402
+from _bench_rounds import (  # noqa: E402
+    Competitor,
+    Entry,
+    EntryResult,
+    Rounds,
+    run_rounds,
+    step_gflop,
+)
 
 __all__ = [
     "BenchConfig",
@@ -91,6 +103,69 @@ def _library_result(
     )
 
 
+def _entries(
+    config: BenchConfig, pf: ModuleType | None, say: Callable[[str], None]
+) -> tuple[list[Entry], dict[str, Runner]]:
+    """The timed rows: the reference shape's two libraries (and foxhunt at 1 thread under
+    contention), then each of `config.shapes` with foxhunt plain and checkpointed."""
+    entries: list[Entry] = []
+    runners: dict[str, Runner] = {}
+
+    def add(label: str, shape_name: str, runner: Runner, shape: ModelShape, **kw: Any) -> None:
+        batches = synthetic_batches(shape, 2, config.seed)
+        trainer = Trainer(runner, batches, config.lr)
+        entries.append(
+            Entry(
+                label,
+                shape_name,
+                shape,
+                trainer,
+                kw.get("steps", config.steps),
+                kw.get("threads", config.threads),
+            )
+        )
+        runners[label] = runner
+        say(f"{label}: {parameter_count(runner.model):,} parameters")
+
+    shape = config.shape
+    if pf is not None:  # pf first: pf, foxhunt, pf, ...
+        add("pytorch-forecasting", "reference", PFRunner(shape, config.seed, pf), shape)
+    add("foxhunt", "reference", FoxhuntRunner(shape, config.seed), shape)
+    if config.contention:
+        add("foxhunt, 1 thread", "reference", FoxhuntRunner(shape, config.seed), shape, threads=1)
+    for name, big in config.shapes:
+        steps = config.large_steps
+        if pf is not None:
+            runner = PFRunner(big, config.seed, pf)
+            short = memory_shortfall(runner, big)
+            if short is None:
+                add(f"{name} pytorch-forecasting", name, runner, big, steps=steps)
+            else:
+                say(f"{name} pytorch-forecasting skipped: {short}")
+        add(f"{name} foxhunt", name, FoxhuntRunner(big, config.seed), big, steps=steps)
+        full = replace(big, checkpointing="full")
+        add(
+            f"{name} foxhunt checkpointed",
+            name,
+            FoxhuntRunner(full, config.seed),
+            full,
+            steps=steps,
+        )
+    return entries, runners
+
+
+def _entry_results(
+    entries: list[Entry], rounds: Rounds, runners: dict[str, Runner]
+) -> list[EntryResult]:
+    results = []
+    for entry in entries:
+        batch = synthetic_batches(entry.shape, 1, 0)[0]
+        saved = saved_for_backward_bytes(runners[entry.label], batch)
+        round_s = [t.median_s for t in rounds.timings[entry.label]]
+        results.append(EntryResult.of(entry, round_s, saved))
+    return results
+
+
 def run_benchmark(config: BenchConfig, log: Callable[[str], None] | None = None) -> Report:
     """Every measurement of the module docstring, in one run."""
     say = log or (lambda message: None)
@@ -102,55 +177,46 @@ def run_benchmark(config: BenchConfig, log: Callable[[str], None] | None = None)
     if pf_missing:
         say(pf_missing)
 
-    batches = synthetic_batches(shape, 4, config.seed)
-    runners: list[Runner] = [FoxhuntRunner(shape, config.seed)]
-    if pf is not None:
-        runners.insert(0, PFRunner(shape, config.seed, pf))  # pf first: pf, foxhunt, pf, ...
-    trainers = [Trainer(r, batches, config.lr) for r in runners]
-    for runner in runners:
-        say(f"{runner.name}: {parameter_count(runner.model):,} parameters")
-
-    timings: dict[str, list[Timing]] = {r.name: [] for r in runners}
+    entries, runners = _entries(config, pf, say)
+    for entry in entries:
+        entry.flops = step_gflop(entry.trainer)
     background: list[float | None] = []
-    discarded = 0
-    while len(background) < config.repeats:
-        repeat = len(background) + 1
-        warmup = config.warmup if repeat + discarded == 1 else min(1, config.warmup)
-        busy = (
+
+    def before_round() -> None:
+        background.append(
             wait_until_quiet(config.quiet_wait_s, config.quiet_cores)
             if config.quiet_wait_s > 0
             else busy_cores_now(0.5)
         )
-        may_retry = discarded < config.retries
-        limit = config.quiet_cores if may_retry else None
-        pair: dict[str, Timing] = {}
-        for trainer in trainers:  # pf, then foxhunt: run back to back
-            timing = trainer.timed_steps(warmup, config.steps, limit)
-            pair[trainer.runner.name] = timing
-            other = "n/a" if timing.other_cores is None else f"{timing.other_cores:.2f}"
-            cut = "" if timing.complete else "; cut short"
-            say(
-                f"repeat {repeat}/{config.repeats} {trainer.runner.name}: median "
-                f"{timing.median_s:.3f} s/step (min {min(timing.seconds):.3f}, max "
-                f"{max(timing.seconds):.3f}; {timing.busy_cores:.2f} own busy cores, "
-                f"others up to {other}{cut})"
-            )
-            if not timing.complete:
-                break
-        disturbed = len(pair) < len(trainers) or any(not t.complete for t in pair.values())
-        if disturbed and may_retry:
-            discarded += 1
-            say(f"repeat {repeat} disturbed by other processes: measuring it again")
-            continue
-        background.append(busy)
-        for name, timing in pair.items():
-            timings[name].append(timing)
+
+    with Competitor() if config.contention else contextlib.nullcontext():
+        rounds = run_rounds(
+            entries,
+            rounds=config.repeats,
+            warmup=config.warmup,
+            threads=config.threads,
+            sgemm_size=config.sgemm_size,
+            retries=0 if config.contention else config.retries,
+            quiet_cores=config.quiet_cores,
+            before_round=before_round,
+            say=say,
+        )
+    timings = {
+        name: rounds.timings[name]
+        for name in ("pytorch-forecasting", "foxhunt")
+        if name in rounds.timings
+    }
+    discarded = rounds.discarded
+    entry_results = _entry_results(entries, rounds, runners)
+    trainers = [e.trainer for e in entries if e.label in timings]
 
     results: dict[str, LibraryResult] = {}
-    for runner in runners:
+    for runner in (runners[name] for name in timings):
         if config.quiet_wait_s > 0:
             wait_until_quiet(config.quiet_wait_s, config.quiet_cores)
-        saved = saved_for_backward_bytes(runner, batches[0])
+        saved = next(
+            e.saved_for_backward_bytes or 0 for e in entry_results if e.label == runner.name
+        )
         big = runner.name == "foxhunt" or config.pf_inference_batch
         inference = measure_inference(runner, shape, config, large=big)
         say(f"{runner.name}: saved for backward {saved / 2**20:.1f} MiB, {inference}")
@@ -195,7 +261,16 @@ def run_benchmark(config: BenchConfig, log: Callable[[str], None] | None = None)
         loader_to_train_ratio=loader_ratio,
         accuracy=accuracy,
         profile=profile_table,
+        entries=entry_results,
+        sgemm_gflops=rounds.sgemm_gflops,
     )
+
+
+#: what --quick changes: the same rows, fewer and shorter rounds, no extras
+QUICK: dict[str, Any] = {
+    "repeats": 2, "steps": 2, "warmup": 1, "large_steps": 1, "accuracy_steps": 0,
+    "loader_days": 0, "latency_reps": 5, "inference_batch": 256, "inference_reps": 1,
+}  # fmt: skip
 
 
 def _parse(argv: Sequence[str] | None) -> tuple[BenchConfig, bool, Path | None]:
@@ -231,9 +306,32 @@ def _parse(argv: Sequence[str] | None) -> tuple[BenchConfig, bool, Path | None]:
         help="repeats that may be redone when another process took the cores",
     )
     parser.add_argument("--profile", action="store_true", help="profile foxhunt's step")
+    parser.add_argument(
+        "--shapes",
+        default=",".join(name for name, _ in defaults.shapes),
+        help=f"more shapes timed in the same rounds, comma-separated ({', '.join(SHAPES)}; "
+        "'' for none)",
+    )
+    parser.add_argument(
+        "--large-steps", type=int, default=defaults.large_steps, help="timed steps per round there"
+    )
+    parser.add_argument(
+        "--contention",
+        action="store_true",
+        help="a busy machine: one competing 2-thread process runs during the timing",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="2 rounds of few steps, no accuracy check or loader: a minute or two",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--save", type=Path, metavar="PATH", help="also write the JSON report")
     args = parser.parse_args(argv)
+    names = [n for n in args.shapes.split(",") if n]
+    unknown = [n for n in names if n not in SHAPES]
+    if unknown:
+        parser.error(f"--shapes: unknown {', '.join(unknown)}; choose from {', '.join(SHAPES)}")
     config = BenchConfig(
         steps=args.steps,
         warmup=args.warmup,
@@ -246,7 +344,12 @@ def _parse(argv: Sequence[str] | None) -> tuple[BenchConfig, bool, Path | None]:
         quiet_wait_s=args.quiet_wait,
         retries=args.retries,
         profile=args.profile,
+        shapes=tuple((n, SHAPES[n]) for n in names),
+        large_steps=args.large_steps,
+        contention=args.contention,
     )
+    if args.quick:
+        config = replace(config, **QUICK)
     return config, args.json, args.save
 
 
