@@ -1,18 +1,23 @@
 """Training throughput of foxhunt's TFT against pytorch-forecasting's, same architecture, CPU.
 
-    .venv-bench/bin/python benchmarks/throughput.py [--steps N] [--repeats R] [--json]
+    .venv-bench/bin/python benchmarks/throughput.py [--quick] [--contention] [--threads N]
+        [--shapes reference,tft-225] [--steps N] [--repeats R] [--json] [--save PATH]
 
 One training step is: zero grads, forward, quantile loss, backward, ``torch.optim.Adam`` step.
 Both models see the same synthetic batches (same values, mapped to each library's tensors).
-The report holds, for each library: parameter count, median step time and samples/s over the
-timed steps after warm-up, bytes autograd saves for backward; the speed ratio (``--repeats R``
-interleaves pf, foxhunt, pf, foxhunt... and takes the median ratio); foxhunt's data-loader
-windows/s on its built-in synthetic bars; inference latency (batch 1) and throughput (large
-batch); and a short accuracy check (both trained for the same steps on the same batches of a
+Timed rows, in one interleaved run (every round times a same-run fp32 sgemm, then each row in
+turn): both libraries at the reference shape, and at each ``--shapes`` shape (default the
+seed's TFT-225, hidden 256) both libraries with foxhunt plain and checkpointed. Per row: the
+rounds' min / median / max step time and their spread, matmul GFLOP per step (FlopCounterMode)
+and the achieved GFLOP/s beside the sgemm's, bytes autograd saves for backward; the speed
+ratios are medians of per-round ratios. ``--contention`` runs one competing 2-thread matmul
+process throughout (a busy machine) and adds foxhunt at 1 thread. For the reference shape
+also: foxhunt's data-loader windows/s, inference latency (batch 1) and throughput (large
+batch), and a short accuracy check (both trained for the same steps on the same batches of a
 learnable target). pytorch-forecasting is optional: without it foxhunt's numbers are still
-reported (install it with ``pip install -e .[bench]``).
+reported (install it with ``pip install -e .[bench]``). ``--quick``: 2 short rounds, no
+extras (a minute or two quiet).
 """
-
 from __future__ import annotations
 
 import argparse
@@ -24,7 +29,6 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import torch
@@ -35,32 +39,24 @@ if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
 from _bench_config import SHAPES, BenchConfig, ModelShape  # noqa: E402
+from _bench_entries import build_entries, entry_results  # noqa: E402
 from _bench_measure import (  # noqa: E402
     InferenceResult,
     measure_accuracy,
     measure_inference,
     measure_loader,
-    memory_shortfall,
     profile_step,
-    saved_for_backward_bytes,
 )
 from _bench_models import (  # noqa: E402
-    FoxhuntRunner,
-    PFRunner,
     Runner,
     Timing,
-    Trainer,
     load_pf,
     parameter_count,
-    synthetic_batches,
 )
 from _bench_quiet import busy_cores_now, wait_until_quiet  # noqa: E402
 from _bench_report import LibraryResult, Report, format_report, machine_info  # noqa: E402
 from _bench_rounds import (  # noqa: E402
     Competitor,
-    Entry,
-    EntryResult,
-    Rounds,
     run_rounds,
     step_gflop,
 )
@@ -103,69 +99,6 @@ def _library_result(
     )
 
 
-def _entries(
-    config: BenchConfig, pf: ModuleType | None, say: Callable[[str], None]
-) -> tuple[list[Entry], dict[str, Runner]]:
-    """The timed rows: the reference shape's two libraries (and foxhunt at 1 thread under
-    contention), then each of `config.shapes` with foxhunt plain and checkpointed."""
-    entries: list[Entry] = []
-    runners: dict[str, Runner] = {}
-
-    def add(label: str, shape_name: str, runner: Runner, shape: ModelShape, **kw: Any) -> None:
-        batches = synthetic_batches(shape, 2, config.seed)
-        trainer = Trainer(runner, batches, config.lr)
-        entries.append(
-            Entry(
-                label,
-                shape_name,
-                shape,
-                trainer,
-                kw.get("steps", config.steps),
-                kw.get("threads", config.threads),
-            )
-        )
-        runners[label] = runner
-        say(f"{label}: {parameter_count(runner.model):,} parameters")
-
-    shape = config.shape
-    if pf is not None:  # pf first: pf, foxhunt, pf, ...
-        add("pytorch-forecasting", "reference", PFRunner(shape, config.seed, pf), shape)
-    add("foxhunt", "reference", FoxhuntRunner(shape, config.seed), shape)
-    if config.contention:
-        add("foxhunt, 1 thread", "reference", FoxhuntRunner(shape, config.seed), shape, threads=1)
-    for name, big in config.shapes:
-        steps = config.large_steps
-        if pf is not None:
-            runner = PFRunner(big, config.seed, pf)
-            short = memory_shortfall(runner, big)
-            if short is None:
-                add(f"{name} pytorch-forecasting", name, runner, big, steps=steps)
-            else:
-                say(f"{name} pytorch-forecasting skipped: {short}")
-        add(f"{name} foxhunt", name, FoxhuntRunner(big, config.seed), big, steps=steps)
-        full = replace(big, checkpointing="full")
-        add(
-            f"{name} foxhunt checkpointed",
-            name,
-            FoxhuntRunner(full, config.seed),
-            full,
-            steps=steps,
-        )
-    return entries, runners
-
-
-def _entry_results(
-    entries: list[Entry], rounds: Rounds, runners: dict[str, Runner]
-) -> list[EntryResult]:
-    results = []
-    for entry in entries:
-        batch = synthetic_batches(entry.shape, 1, 0)[0]
-        saved = saved_for_backward_bytes(runners[entry.label], batch)
-        round_s = [t.median_s for t in rounds.timings[entry.label]]
-        results.append(EntryResult.of(entry, round_s, saved))
-    return results
-
-
 def run_benchmark(config: BenchConfig, log: Callable[[str], None] | None = None) -> Report:
     """Every measurement of the module docstring, in one run."""
     say = log or (lambda message: None)
@@ -177,7 +110,7 @@ def run_benchmark(config: BenchConfig, log: Callable[[str], None] | None = None)
     if pf_missing:
         say(pf_missing)
 
-    entries, runners = _entries(config, pf, say)
+    entries, runners = build_entries(config, pf, say)
     for entry in entries:
         entry.flops = step_gflop(entry.trainer)
     background: list[float | None] = []
@@ -207,16 +140,14 @@ def run_benchmark(config: BenchConfig, log: Callable[[str], None] | None = None)
         if name in rounds.timings
     }
     discarded = rounds.discarded
-    entry_results = _entry_results(entries, rounds, runners)
+    rows = entry_results(entries, rounds, runners)
     trainers = [e.trainer for e in entries if e.label in timings]
 
     results: dict[str, LibraryResult] = {}
     for runner in (runners[name] for name in timings):
         if config.quiet_wait_s > 0:
             wait_until_quiet(config.quiet_wait_s, config.quiet_cores)
-        saved = next(
-            e.saved_for_backward_bytes or 0 for e in entry_results if e.label == runner.name
-        )
+        saved = next(e.saved_for_backward_bytes or 0 for e in rows if e.label == runner.name)
         big = runner.name == "foxhunt" or config.pf_inference_batch
         inference = measure_inference(runner, shape, config, large=big)
         say(f"{runner.name}: saved for backward {saved / 2**20:.1f} MiB, {inference}")
@@ -261,7 +192,7 @@ def run_benchmark(config: BenchConfig, log: Callable[[str], None] | None = None)
         loader_to_train_ratio=loader_ratio,
         accuracy=accuracy,
         profile=profile_table,
-        entries=entry_results,
+        entries=rows,
         sgemm_gflops=rounds.sgemm_gflops,
     )
 
