@@ -18,6 +18,7 @@ learnable target). pytorch-forecasting is optional: without it foxhunt's numbers
 reported (install it with ``pip install -e .[bench]``). ``--quick``: 2 short rounds, no
 extras (a minute or two quiet).
 """
+
 from __future__ import annotations
 
 import argparse
