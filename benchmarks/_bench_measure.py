@@ -59,7 +59,8 @@ def memory_shortfall(runner: Runner, shape: ModelShape) -> str | None:
     except (OSError, KeyError, ValueError):
         return None
     small = synthetic_batches(replace(shape, batch_size=2), 1, 0)[0]
-    need = 2 * saved_for_backward_bytes(runner, small) * shape.batch_size / 2
+    # the process peaked at 2.2x the saved bytes (pf at TFT-225: 12.9 GB RSS for 5.7 GiB saved)
+    need = 2.5 * saved_for_backward_bytes(runner, small) * shape.batch_size / 2
     if need < 0.8 * available:
         return None
     return f"needs about {need / 2**30:.1f} GiB, {available / 2**30:.1f} GiB available"
