@@ -126,3 +126,13 @@ def test_the_flag_is_generated_from_the_config() -> None:
     assert parse([])[1].training.threads == 0
     with pytest.raises(UsageError, match="--threads"):
         parse(["--threads", "-1"])
+
+
+def test_a_resume_may_change_the_thread_count() -> None:
+    from foxhunt.training.checkpoint import config_differences
+
+    saved = {"training": TrainingConfig(threads=2).to_dict()}
+    older = {"training": {k: v for k, v in saved["training"].items() if k != "threads"}}
+    assert config_differences(saved, {"training": TrainingConfig(threads=1).to_dict()}) == []
+    assert config_differences(older, {"training": TrainingConfig().to_dict()}) == []
+    assert config_differences(saved, {"training": TrainingConfig(lr=0.01).to_dict()})
