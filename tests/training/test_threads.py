@@ -136,3 +136,17 @@ def test_a_resume_may_change_the_thread_count() -> None:
     assert config_differences(saved, {"training": TrainingConfig(threads=1).to_dict()}) == []
     assert config_differences(older, {"training": TrainingConfig().to_dict()}) == []
     assert config_differences(saved, {"training": TrainingConfig(lr=0.01).to_dict()})
+
+
+def test_a_bad_omp_num_threads_stops_train_before_it_writes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from foxhunt.cli import main
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "abc")
+    out = tmp_path / "run"
+    argv = ["train", "--synthetic-days", "8", "--epochs", "1", "--max-steps-per-epoch", "1"]
+    code = main([*argv, "--hidden-size", "8", "--report", "false", "--output-dir", str(out)])
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert code == 2 and len(errors) == 1 and "OMP_NUM_THREADS='abc'" in errors[0]
+    assert not out.exists()
