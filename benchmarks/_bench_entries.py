@@ -41,8 +41,8 @@ def build_entries(
                 trainer,
                 kw.get("steps", config.steps),
                 kw.get("threads", config.threads),
-                # the step that counts the FLOP has warmed it: one more is enough there
-                warmup=min(1, config.warmup) if "steps" in kw else None,
+                # steps of seconds: the step that counts the FLOP warmed it, none needed after
+                warmup=0 if "steps" in kw else None,
             )
         )
         runners[label] = runner

@@ -39,7 +39,8 @@ class Entry:
     steps: int
     threads: int
     warmup: int | None = None
-    """Untimed steps before the first round (None: the run's); 1 before each later one."""
+    """Untimed steps before each round's timing; None: the run's warm-up before the first
+    round, 1 before each later one."""
     flops: float = 0.0
     """Matmul FLOP of one training step (torch's FlopCounterMode: forward and backward)."""
 
@@ -151,8 +152,8 @@ def run_rounds(
         done: dict[str, Timing] = {}
         for entry in entries:
             torch.set_num_threads(entry.threads)
-            start = warmup if entry.warmup is None else entry.warmup
-            timing = entry.trainer.timed_steps(start if first else 1, entry.steps, limit)
+            untimed = (warmup if first else 1) if entry.warmup is None else entry.warmup
+            timing = entry.trainer.timed_steps(untimed, entry.steps, limit)
             done[entry.label] = timing
             say(
                 f"round {len(sgemm) + 1}/{rounds} {entry.label}: median {timing.median_s:.3f} "
