@@ -35,6 +35,8 @@ class ModelShape:
     """Known reals, seen by the encoder and the decoder."""
     dropout: float = 0.1
     """Dropout rate of both models."""
+    checkpointing: str = "none"
+    """foxhunt's activation checkpointing ("none", "full"); pytorch-forecasting has none."""
 
     def __post_init__(self) -> None:
         for name in ("batch_size", "lookback", "horizon", "hidden_size", "variable_hidden_size"):
@@ -62,11 +64,16 @@ class ModelShape:
             quantiles=self.quantiles,
             dropout=self.dropout,
             output="direct",  # the paper's head, as pytorch-forecasting's: the same architecture
+            checkpointing=self.checkpointing,  # type: ignore[arg-type]
         )
 
 
 #: The CPU reference configuration of issue 5.
 REFERENCE = ModelShape()
+#: The seed's TFT-225 (``--preset tft-225``): what a user of the seed's system trains.
+TFT_225 = ModelShape(hidden_size=256, lookback=128, horizon=16)
+#: The shapes `--shapes` names.
+SHAPES = {"reference": REFERENCE, "tft-225": TFT_225}
 #: A small model with the same architecture for the accuracy check: pytorch-forecasting's
 #: per-variable Python loop makes the reference shape too slow to train for long on 2 cores.
 ACCURACY_SHAPE = ModelShape(
@@ -122,3 +129,13 @@ class BenchConfig:
     is redone when other processes kept more than `quiet_cores` cores busy during a step."""
     profile: bool = False
     """Print torch.profiler's top operators of one foxhunt training step."""
+    shapes: tuple[tuple[str, ModelShape], ...] = (("tft-225", TFT_225),)
+    """More (name, shape) pairs timed in the same interleaved rounds as `shape`: both
+    libraries, and foxhunt checkpointed ("full") too."""
+    large_steps: int = 2
+    """Timed steps per round of each entry of `shapes` (their steps take seconds)."""
+    contention: bool = False
+    """Run one competing 2-thread matmul process for the whole timing (a busy machine), and
+    time foxhunt at 1 thread beside the configured count."""
+    sgemm_size: int = 1024
+    """Square fp32 matmul timed once per round: the GFLOP/s the machine gives right then."""

@@ -48,6 +48,24 @@ def saved_for_backward_bytes(runner: Runner, batch: SyntheticBatch) -> int:
     return sum(saved.values())
 
 
+def memory_shortfall(runner: Runner, shape: ModelShape) -> str | None:
+    """Why a training step of `runner` at `shape` would not fit in the memory available now
+    (Linux MemAvailable), estimated from the bytes saved for backward at batch 2; None when
+    it fits or the memory is unknown."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            fields = dict(line.split(":", 1) for line in meminfo)
+        available = int(fields["MemAvailable"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):
+        return None
+    small = synthetic_batches(replace(shape, batch_size=2), 1, 0)[0]
+    # the process peaked at 2.2x the saved bytes (pf at TFT-225: 12.9 GB RSS for 5.7 GiB saved)
+    need = 2.5 * saved_for_backward_bytes(runner, small) * shape.batch_size / 2
+    if need < 0.8 * available:
+        return None
+    return f"needs about {need / 2**30:.1f} GiB, {available / 2**30:.1f} GiB available"
+
+
 def _median_seconds(fn: Callable[[], object], reps: int) -> float:
     times = []
     for _ in range(reps):

@@ -7,13 +7,14 @@ import math
 import os
 import platform
 import subprocess
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from _bench_measure import AccuracyResult, InferenceResult, LoaderResult
+from _bench_rounds import EntryResult, format_entries
 from foxhunt.model import grn_tail
 
 
@@ -51,6 +52,10 @@ class Report:
     """Loader windows/s over foxhunt's training samples/s."""
     accuracy: AccuracyResult | None
     profile: str | None = None
+    entries: list[EntryResult] = field(default_factory=list)
+    """Every timed row of the interleaved rounds (shapes, variants, thread counts)."""
+    sgemm_gflops: list[float] = field(default_factory=list)
+    """Same-run fp32 sgemm GFLOP/s, one per round."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -205,6 +210,9 @@ def format_report(report: Report) -> str:
             + ", ".join("n/a" if b is None else f"{b:.2f}" for b in background)
             + f"; repeats discarded as disturbed: {report.machine.get('repeats_discarded', 0)}"
         )
+    lines += format_entries(
+        report.entries, report.sgemm_gflops, bool(report.config.get("contention"))
+    )
     if report.profile:
         lines += ["", "foxhunt training step, top operators:", report.profile]
     return "\n".join(lines)

@@ -1,28 +1,36 @@
 """Training throughput of foxhunt's TFT against pytorch-forecasting's, same architecture, CPU.
 
-    .venv-bench/bin/python benchmarks/throughput.py [--steps N] [--repeats R] [--json]
+    .venv-bench/bin/python benchmarks/throughput.py [--quick] [--contention] [--threads N]
+        [--shapes reference,tft-225] [--steps N] [--repeats R] [--json] [--save PATH]
 
 One training step is: zero grads, forward, quantile loss, backward, ``torch.optim.Adam`` step.
 Both models see the same synthetic batches (same values, mapped to each library's tensors).
-The report holds, for each library: parameter count, median step time and samples/s over the
-timed steps after warm-up, bytes autograd saves for backward; the speed ratio (``--repeats R``
-interleaves pf, foxhunt, pf, foxhunt... and takes the median ratio); foxhunt's data-loader
-windows/s on its built-in synthetic bars; inference latency (batch 1) and throughput (large
-batch); and a short accuracy check (both trained for the same steps on the same batches of a
+Timed rows, in one interleaved run (every round times a same-run fp32 sgemm, then each row in
+turn): both libraries at the reference shape, and at each ``--shapes`` shape (default the
+seed's TFT-225, hidden 256) both libraries with foxhunt plain and checkpointed. Per row: the
+rounds' min / median / max step time and their spread, matmul GFLOP per step (FlopCounterMode)
+and the achieved GFLOP/s beside the sgemm's, bytes autograd saves for backward; the speed
+ratios are medians of per-round ratios. ``--contention`` runs one competing 2-thread matmul
+process throughout (a busy machine) and adds foxhunt at 1 thread. For the reference shape
+also: foxhunt's data-loader windows/s, inference latency (batch 1) and throughput (large
+batch), and a short accuracy check (both trained for the same steps on the same batches of a
 learnable target). pytorch-forecasting is optional: without it foxhunt's numbers are still
-reported (install it with ``pip install -e .[bench]``).
+reported (install it with ``pip install -e .[bench]``). ``--quick``: 2 short rounds, no
+extras (a minute or two quiet).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -31,27 +39,28 @@ _HERE = str(Path(__file__).resolve().parent)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
-from _bench_config import BenchConfig, ModelShape  # noqa: E402
+from _bench_config import SHAPES, BenchConfig, ModelShape  # noqa: E402
+from _bench_entries import build_entries, entry_results  # noqa: E402
 from _bench_measure import (  # noqa: E402
     InferenceResult,
     measure_accuracy,
     measure_inference,
     measure_loader,
     profile_step,
-    saved_for_backward_bytes,
 )
 from _bench_models import (  # noqa: E402
-    FoxhuntRunner,
-    PFRunner,
     Runner,
     Timing,
-    Trainer,
     load_pf,
     parameter_count,
-    synthetic_batches,
 )
 from _bench_quiet import busy_cores_now, wait_until_quiet  # noqa: E402
 from _bench_report import LibraryResult, Report, format_report, machine_info  # noqa: E402
+from _bench_rounds import (  # noqa: E402
+    Competitor,
+    run_rounds,
+    step_gflop,
+)
 
 __all__ = [
     "BenchConfig",
@@ -102,55 +111,44 @@ def run_benchmark(config: BenchConfig, log: Callable[[str], None] | None = None)
     if pf_missing:
         say(pf_missing)
 
-    batches = synthetic_batches(shape, 4, config.seed)
-    runners: list[Runner] = [FoxhuntRunner(shape, config.seed)]
-    if pf is not None:
-        runners.insert(0, PFRunner(shape, config.seed, pf))  # pf first: pf, foxhunt, pf, ...
-    trainers = [Trainer(r, batches, config.lr) for r in runners]
-    for runner in runners:
-        say(f"{runner.name}: {parameter_count(runner.model):,} parameters")
-
-    timings: dict[str, list[Timing]] = {r.name: [] for r in runners}
+    entries, runners = build_entries(config, pf, say)
+    for entry in entries:
+        entry.flops = step_gflop(entry.trainer)
     background: list[float | None] = []
-    discarded = 0
-    while len(background) < config.repeats:
-        repeat = len(background) + 1
-        warmup = config.warmup if repeat + discarded == 1 else min(1, config.warmup)
-        busy = (
+
+    def before_round() -> None:
+        background.append(
             wait_until_quiet(config.quiet_wait_s, config.quiet_cores)
             if config.quiet_wait_s > 0
             else busy_cores_now(0.5)
         )
-        may_retry = discarded < config.retries
-        limit = config.quiet_cores if may_retry else None
-        pair: dict[str, Timing] = {}
-        for trainer in trainers:  # pf, then foxhunt: run back to back
-            timing = trainer.timed_steps(warmup, config.steps, limit)
-            pair[trainer.runner.name] = timing
-            other = "n/a" if timing.other_cores is None else f"{timing.other_cores:.2f}"
-            cut = "" if timing.complete else "; cut short"
-            say(
-                f"repeat {repeat}/{config.repeats} {trainer.runner.name}: median "
-                f"{timing.median_s:.3f} s/step (min {min(timing.seconds):.3f}, max "
-                f"{max(timing.seconds):.3f}; {timing.busy_cores:.2f} own busy cores, "
-                f"others up to {other}{cut})"
-            )
-            if not timing.complete:
-                break
-        disturbed = len(pair) < len(trainers) or any(not t.complete for t in pair.values())
-        if disturbed and may_retry:
-            discarded += 1
-            say(f"repeat {repeat} disturbed by other processes: measuring it again")
-            continue
-        background.append(busy)
-        for name, timing in pair.items():
-            timings[name].append(timing)
+
+    with Competitor() if config.contention else contextlib.nullcontext():
+        rounds = run_rounds(
+            entries,
+            rounds=config.repeats,
+            warmup=config.warmup,
+            threads=config.threads,
+            sgemm_size=config.sgemm_size,
+            retries=0 if config.contention else config.retries,
+            quiet_cores=config.quiet_cores,
+            before_round=before_round,
+            say=say,
+        )
+    timings = {
+        name: rounds.timings[name]
+        for name in ("pytorch-forecasting", "foxhunt")
+        if name in rounds.timings
+    }
+    discarded = rounds.discarded
+    rows = entry_results(entries, rounds, runners)
+    trainers = [e.trainer for e in entries if e.label in timings]
 
     results: dict[str, LibraryResult] = {}
-    for runner in runners:
+    for runner in (runners[name] for name in timings):
         if config.quiet_wait_s > 0:
             wait_until_quiet(config.quiet_wait_s, config.quiet_cores)
-        saved = saved_for_backward_bytes(runner, batches[0])
+        saved = next(e.saved_for_backward_bytes or 0 for e in rows if e.label == runner.name)
         big = runner.name == "foxhunt" or config.pf_inference_batch
         inference = measure_inference(runner, shape, config, large=big)
         say(f"{runner.name}: saved for backward {saved / 2**20:.1f} MiB, {inference}")
@@ -195,7 +193,16 @@ def run_benchmark(config: BenchConfig, log: Callable[[str], None] | None = None)
         loader_to_train_ratio=loader_ratio,
         accuracy=accuracy,
         profile=profile_table,
+        entries=rows,
+        sgemm_gflops=rounds.sgemm_gflops,
     )
+
+
+#: what --quick changes: the same rows, fewer and shorter rounds, no extras
+QUICK: dict[str, Any] = {
+    "repeats": 2, "steps": 2, "warmup": 1, "large_steps": 1, "accuracy_steps": 0,
+    "loader_days": 0, "latency_reps": 5, "inference_batch": 256, "inference_reps": 1,
+}  # fmt: skip
 
 
 def _parse(argv: Sequence[str] | None) -> tuple[BenchConfig, bool, Path | None]:
@@ -231,9 +238,32 @@ def _parse(argv: Sequence[str] | None) -> tuple[BenchConfig, bool, Path | None]:
         help="repeats that may be redone when another process took the cores",
     )
     parser.add_argument("--profile", action="store_true", help="profile foxhunt's step")
+    parser.add_argument(
+        "--shapes",
+        default=",".join(name for name, _ in defaults.shapes),
+        help=f"more shapes timed in the same rounds, comma-separated ({', '.join(SHAPES)}; "
+        "'' for none)",
+    )
+    parser.add_argument(
+        "--large-steps", type=int, default=defaults.large_steps, help="timed steps per round there"
+    )
+    parser.add_argument(
+        "--contention",
+        action="store_true",
+        help="a busy machine: one competing 2-thread process runs during the timing",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="2 rounds of few steps, no accuracy check or loader: a minute or two",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--save", type=Path, metavar="PATH", help="also write the JSON report")
     args = parser.parse_args(argv)
+    names = [n for n in args.shapes.split(",") if n]
+    unknown = [n for n in names if n not in SHAPES]
+    if unknown:
+        parser.error(f"--shapes: unknown {', '.join(unknown)}; choose from {', '.join(SHAPES)}")
     config = BenchConfig(
         steps=args.steps,
         warmup=args.warmup,
@@ -246,7 +276,12 @@ def _parse(argv: Sequence[str] | None) -> tuple[BenchConfig, bool, Path | None]:
         quiet_wait_s=args.quiet_wait,
         retries=args.retries,
         profile=args.profile,
+        shapes=tuple((n, SHAPES[n]) for n in names),
+        large_steps=args.large_steps,
+        contention=args.contention,
     )
+    if args.quick:
+        config = replace(config, **QUICK)
     return config, args.json, args.save
 
 

@@ -20,6 +20,9 @@ if TESTS not in sys.path:
 # One intra-op thread: the tiny models here gain nothing from more, and a busy 2-core machine
 # with spinning OpenMP threads can slow a multi-threaded step down a hundredfold.
 torch.set_num_threads(1)
+# and the foxhunt processes tests spawn alike: never a count chosen by the machine's load
+# (training/threads.py), so that two runs a test compares use the same one
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 # CI draws the same property and fuzz examples every run, so that a submission lands or not on
 # its own merits; elsewhere every run draws new ones, which is how new failures are found.

@@ -49,6 +49,9 @@ def _tiny_config(throughput: ModuleType) -> Any:
         accuracy_shape=shape,
         accuracy_steps=2,
         accuracy_eval_batches=1,
+        shapes=(("tiny-wide", dataclasses.replace(shape, hidden_size=12, lookback=10)),),
+        large_steps=1,
+        sgemm_size=64,
     )
 
 
@@ -87,6 +90,21 @@ def test_report_has_every_field(throughput: ModuleType) -> None:
     text = throughput.format_report(report)
     assert "training samples/s" in text and "saved for backward" in text
 
+    rows = {row["label"]: row for row in data["entries"]}
+    fox_rows = {"foxhunt", "tiny-wide foxhunt", "tiny-wide foxhunt checkpointed"}
+    assert fox_rows <= set(rows)
+    for row in rows.values():
+        assert len(row["round_s"]) == 2 and row["median_s"] > 0 and row["spread"] >= 0
+        assert row["gflop_per_step"] > 0 and row["gflops"] > 0
+        assert row["saved_for_backward_bytes"] > 0
+    # checkpointing keeps less for backward than the plain model at the same shape
+    assert (
+        rows["tiny-wide foxhunt checkpointed"]["saved_for_backward_bytes"]
+        < rows["tiny-wide foxhunt"]["saved_for_backward_bytes"]
+    )
+    assert len(data["sgemm_gflops"]) == 2 and min(data["sgemm_gflops"]) > 0
+    assert "same-run sgemm" in text and "GFLOP/s" in text
+
 
 def test_pf_missing_still_reports_foxhunt(throughput: ModuleType) -> None:
     config = dataclasses.replace(
@@ -94,6 +112,27 @@ def test_pf_missing_still_reports_foxhunt(throughput: ModuleType) -> None:
     )
     report = throughput.run_benchmark(config)
     assert report.pf is None and report.foxhunt.samples_per_s > 0
+
+
+def test_contention_starts_and_stops_a_competitor(throughput: ModuleType) -> None:
+    config = dataclasses.replace(
+        _tiny_config(throughput), include_pf=False, loader_days=0, accuracy_steps=0,
+        shapes=(), contention=True,
+    )  # fmt: skip
+    report = throughput.run_benchmark(config)
+    labels = [row.label for row in report.entries]
+    assert labels == ["foxhunt", "foxhunt, 1 thread"]
+    assert "one competing 2-thread process" in throughput.format_report(report)
+
+
+def test_quick_and_shapes_flags(throughput: ModuleType) -> None:
+    config, _, _ = throughput._parse(["--quick", "--shapes", "tft-225", "--contention"])
+    assert config.repeats == 2 and config.accuracy_steps == 0 and config.contention
+    assert [name for name, _ in config.shapes] == ["tft-225"]
+    assert config.shapes[0][1].hidden_size == 256
+    assert throughput._parse(["--shapes", ""])[0].shapes == ()
+    with pytest.raises(SystemExit):
+        throughput._parse(["--shapes", "nope"])
 
 
 def test_cli_flags(throughput: ModuleType) -> None:

@@ -3,6 +3,7 @@ read back), and the model config completed from the data."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -18,6 +19,7 @@ from foxhunt.runs import RunConfig
 from foxhunt.training.config import resolve_device
 from foxhunt.training.guards import check_early_stopping
 from foxhunt.training.precision import autocast_dtype
+from foxhunt.training.threads import omp_threads
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,6 +63,7 @@ def prepare(config: RunConfig, job: JobSetting) -> PreparedRun:
     ctx = job.distributed
     device = resolve_device(config.training.device, ctx.local_rank if ctx.world_size > 1 else None)
     autocast_dtype(config.training.precision, device)  # refused here, before anything is written
+    omp_threads(os.environ)  # a bad OMP_NUM_THREADS too (the trainer sets the threads)
     torch.manual_seed(config.training.seed)
     resume = job.options.resume
     preprocessor = load_saved_preprocessor(job.output_dir) if resume else None

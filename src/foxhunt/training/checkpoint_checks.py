@@ -16,7 +16,7 @@ from foxhunt.errors import FoxhuntError
 # Fields that may change when resuming; any other difference means a different run.
 RESUMABLE_CHANGES = frozenset(
     {"training.epochs", "training.patience", "training.device", "training.num_workers"}
-    | {"training.eval_batch_size"}
+    | {"training.eval_batch_size", "training.threads"}
 )
 
 

@@ -70,6 +70,10 @@ class TrainingConfig:
             in [0, 1).
         min_lr: the learning rate the cosine and onecycle schedules end at, in [0, lr);
             0 with onecycle = lr / 25e4 (torch's default).
+        threads: CPU threads of this process's torch ops (>= 0). 0 = auto: OMP_NUM_THREADS
+            when set, else the cores other processes leave idle when training starts (at
+            least 1; training/threads.py). Results do not depend on it beyond float rounding;
+            it may change on resume.
     """
 
     epochs: int = 5
@@ -94,6 +98,7 @@ class TrainingConfig:
     warmup_steps: int | None = None
     warmup_fraction: float = 0.05
     min_lr: float = 0.0
+    threads: int = 0
 
     def __post_init__(self) -> None:
         positive = ("epochs", "batch_size", "eval_batch_size", "max_nonfinite_steps")
@@ -102,7 +107,14 @@ class TrainingConfig:
                 raise ConfigError(f"training.{name} must be >= 1, got {getattr(self, name)}")
         if self.lr <= 0:
             raise ConfigError(f"training.lr must be > 0, got {self.lr}")
-        for name in ("weight_decay", "grad_clip", "min_delta", "patience", "num_workers"):
+        for name in (
+            "weight_decay",
+            "grad_clip",
+            "min_delta",
+            "patience",
+            "num_workers",
+            "threads",
+        ):
             if getattr(self, name) < 0:
                 raise ConfigError(f"training.{name} must be >= 0, got {getattr(self, name)}")
         if self.max_steps_per_epoch is not None and self.max_steps_per_epoch < 1:

@@ -30,6 +30,7 @@ from foxhunt.training.finite import check_finite_validation
 from foxhunt.training.inference import predict_windows
 from foxhunt.training.sampler import EpochBatchSampler
 from foxhunt.training.selection import InitialGate
+from foxhunt.training.threads import apply_threads
 from foxhunt.training.train_state import TrainingDiverged, TrainState, rng_state, set_rng_state
 from foxhunt.training.update import WeightUpdate
 
@@ -63,6 +64,8 @@ class Trainer:
         micro_batch_size: int | None = None,
     ) -> None:
         self.config = config
+        #: this process's torch threads, decided and logged once, before any step
+        self.threads = apply_threads(config.threads).threads
         #: windows per forward/backward; a step accumulates the gradients of its micro-batches
         #: (None = the whole batch at once). Set from the memory plan, see training/memory.py.
         self.micro_batch_size = micro_batch_size
