@@ -9,7 +9,9 @@ from typing import Any
 import torch
 
 from foxhunt.data import PreparedData, prepare_data
+from foxhunt.data.preprocess import ROLLING_BASE
 from foxhunt.errors import ConfigError
+from foxhunt.jobs.base import BaseChoice, choose_base
 from foxhunt.jobs.options import JobSetting
 from foxhunt.jobs.resume import load_saved_preprocessor
 from foxhunt.model.config import DATA_FIELDS, TFTConfig
@@ -23,10 +25,12 @@ from foxhunt.training.precision import autocast_dtype
 @dataclass(frozen=True, kw_only=True)
 class PreparedRun:
     """The run's config with the model's data fields filled (`fit_model_config`), and its
-    data: train, validation and test windows and the fitted preprocessor."""
+    data: train, validation and test windows and the fitted preprocessor, scaled by the
+    base volatility `base` chose (None: the rolling base, set explicitly)."""
 
     config: RunConfig
     data: PreparedData
+    base: BaseChoice | None = None
 
 
 def fit_model_config(config: TFTConfig, data: PreparedData) -> TFTConfig:
@@ -63,12 +67,15 @@ def prepare(config: RunConfig, job: JobSetting) -> PreparedRun:
     autocast_dtype(config.training.precision, device)  # refused here, before anything is written
     torch.manual_seed(config.training.seed)
     resume = job.options.resume
-    preprocessor = load_saved_preprocessor(job.output_dir) if resume else None
-    data = prepare_data(config.data, preprocessor=preprocessor)
+    saved = load_saved_preprocessor(job.output_dir) if resume else None
+    # the windows come with the rolling base; a saved run's own base is refitted and stands
+    rolling = None if saved is None else replace(saved, base=ROLLING_BASE, base_filter=None)
+    data = prepare_data(config.data, preprocessor=rolling)
+    data, base = choose_base(config, data, resumed=None if saved is None else saved.base)
     config = replace(config, model=fit_model_config(config.model, data))
     # before a 10**7 hidden size or a 10**5 lookback allocates anything
     check_step_fits_in_memory(
         config.model, config.training.batch_size, model_class=config.model_class
     )
     check_early_stopping(config.training, data)
-    return PreparedRun(config=config, data=data)
+    return PreparedRun(config=config, data=data, base=base)
