@@ -18,6 +18,7 @@ import numpy as np
 from foxhunt.baselines.bars import BASIS_POINTS
 from foxhunt.baselines.filters import SymbolRows, next_sd
 from foxhunt.baselines.fitted import FittedBaselines
+from foxhunt.baselines.garch import BACKCAST_BARS
 
 #: what `DataConfig.base` "auto" chooses among, the rolling RMS first (a tie keeps it)
 CANDIDATES = ("realized_vol", "ewma", "har", "garch_t")
@@ -25,6 +26,8 @@ CANDIDATES = ("realized_vol", "ewma", "har", "garch_t")
 FILTERED = CANDIDATES[1:]
 
 _FITS = {"ewma": "ewma", "har": "har", "garch_t": "garch"}  # FittedBaselines' field
+#: the recursions that start from a backcast of the series' first returns
+_BACKCAST = ("ewma", "garch_t")
 
 
 @dataclass(frozen=True)
@@ -44,10 +47,25 @@ class FilteredBase:
         u = np.asarray(adjusted, dtype=np.float64) * BASIS_POINTS  # the units it was fitted in
         for code in np.unique(codes):
             mine = codes == code  # the symbol's rows, in time order
-            usable = np.isfinite(u[mine])
-            rows = SymbolRows(u=u[mine], usable=usable, scale=np.ones(len(usable)), parkinson=None)
-            out[mine] = next_sd(self.fitted, int(code), rows)[self.name]
+            out[mine] = self._symbol(int(code), u[mine])
         return out / BASIS_POINTS
+
+    def _symbol(self, code: int, u: np.ndarray) -> np.ndarray:
+        """[n] one symbol's sd (bp) of the next return from each row."""
+        sd = self._filtered(code, u)
+        if self.name in _BACKCAST:
+            # the recursion starts from a backcast of the first BACKCAST_BARS returns: a row
+            # before the last of them gets the filter run on the rows up to it alone, so no
+            # value reads a later return (later rows are the whole run's, unchanged)
+            early = np.flatnonzero(np.cumsum(np.isfinite(u)) < BACKCAST_BARS)
+            for row in early:
+                sd[row] = self._filtered(code, u[: row + 1])[row]
+        return sd
+
+    def _filtered(self, code: int, u: np.ndarray) -> np.ndarray:
+        usable = np.isfinite(u)
+        rows = SymbolRows(u=u, usable=usable, scale=np.ones(len(u)), parkinson=None)
+        return next_sd(self.fitted, code, rows)[self.name]
 
     def unfitted(self, codes: np.ndarray) -> str | None:
         """Why the base has no fit for one of the symbols `codes`; None: it has all."""

@@ -51,5 +51,11 @@ def with_base(
     if data.encoded is None:
         raise ValueError("the prepared data no longer holds its encoded bars")
     anchors = {name: getattr(data, name).anchors.numpy() for name in SPLITS}
-    datasets = preprocessor.windows(data.encoded, anchors, rows)
-    return replace(data, **datasets, preprocessor=preprocessor)
+    sets = preprocessor.windows(data.encoded, anchors, rows)
+    return replace(
+        data,
+        train=sets["train"],
+        validation=sets["validation"],
+        test=sets["test"],
+        preprocessor=preprocessor,
+    )

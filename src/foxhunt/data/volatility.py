@@ -150,7 +150,8 @@ class BaseVolatility(Protocol):
 
     `name` is the `DataConfig.base` it serves (never "auto" or "realized_vol")."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def __call__(self, adjusted: np.ndarray, codes: np.ndarray) -> np.ndarray:
         """[N] sd of the next return from each row, over its profile (the units of

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -103,7 +103,9 @@ def choose_base(
     quantiles = config.model.quantiles
     baselines = fit_run_baselines(data, quantiles, window=config.data.baseline_window)
     names = (resumed,) if resumed else CANDIDATES if setting == "auto" else (setting,)
-    unit, losses, ready = bp_per_unit(data.preprocessor), {}, {}
+    unit = bp_per_unit(data.preprocessor)
+    losses: dict[str, float | None] = {}
+    ready: dict[str, tuple[Preprocessor, BaselineRows]] = {}
     for name in names:
         try:
             pre = candidate(data.preprocessor, name, baselines)
@@ -132,7 +134,7 @@ def choose_base(
     return replace(data, encoded=None), choice
 
 
-def _best(losses: dict[str, float | None]) -> str:
+def _best(losses: Mapping[str, float | None]) -> str:
     """The lowest loss (the first of a tie: the rolling base over an equal filter); the
     rolling base when no loss is known (no validation windows)."""
     scored = {k: v for k, v in losses.items() if v is not None and not math.isnan(v)}
