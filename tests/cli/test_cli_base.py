@@ -145,3 +145,22 @@ def test_a_bad_base_exits_2_naming_the_choices(
 def test_a_bad_base_in_a_config_file_names_the_choices() -> None:
     with pytest.raises(ConfigError, match=f"DataConfig.base='GARCH'.*{CHOICES}"):
         DataConfig(base="GARCH")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kind", [["--dynamic"], ["--onnx"]])
+def test_an_export_scales_with_the_runs_base(
+    ewma_run: Path, bars_file: Path, tmp_path: Path, kind: list[str]
+) -> None:
+    if kind == ["--onnx"]:
+        pytest.importorskip("onnxruntime")
+    folder = tmp_path / "export"
+    assert quiet(["export", str(ewma_run), *kind, "--output", str(folder)]) == 0
+    exported, run = load_run(folder), load_run(ewma_run)
+    assert exported.preprocessor.base == "ewma" and exported.preprocessor.base_filter is not None
+    frame = pd.read_parquet(bars_file)
+    frame.attrs["source"] = str(bars_file)
+    ours = exported.preprocessor.dataset(frame).base_volatility
+    theirs = run.preprocessor.dataset(frame).base_volatility
+    assert ours is not None and theirs is not None
+    assert np.array_equal(ours.numpy(), theirs.numpy(), equal_nan=True)
+    assert quiet(["predict", str(folder), "--parquet-file", str(bars_file)]) == 0

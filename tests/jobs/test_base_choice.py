@@ -11,7 +11,7 @@ import pytest
 from foxhunt.data import DataConfig, PreparedData, generate_bars, prepare_data
 from foxhunt.data.preprocess import ROLLING_BASE
 from foxhunt.errors import ConfigError
-from foxhunt.jobs.base import choose_base
+from foxhunt.jobs.base import BaseChoice, choose_base
 from foxhunt.jobs.train import train
 from helpers import tiny_run
 
@@ -46,7 +46,9 @@ def planted_data(planted: DataConfig) -> PreparedData:
     return prepare_data(planted)
 
 
-def choose(data: PreparedData, config: DataConfig, base: str):  # type: ignore[no-untyped-def]
+def choose(
+    data: PreparedData, config: DataConfig, base: str
+) -> tuple[PreparedData, BaseChoice | None]:
     return choose_base(tiny_run(data=replace(config, base=base)), data, resumed=None)
 
 
@@ -100,6 +102,7 @@ def test_resume_keeps_the_saved_base(planted: DataConfig, planted_data: Prepared
         tiny_run(data=replace(planted, base="auto")), planted_data, resumed="ewma"
     )
     assert choice is not None and choice.name == "ewma" and choice.losses == {}
+    assert data.preprocessor.base == "ewma"
     with pytest.raises(ConfigError, match="differs from the saved run's base"):
         choose_base(tiny_run(data=replace(planted, base="har")), planted_data, resumed="ewma")
 

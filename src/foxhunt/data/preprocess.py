@@ -299,5 +299,5 @@ class Preprocessor:
 def _base_name(value: object) -> str:
     """A saved base: a name (what it names is checked where its fitted state is bound)."""
     if not isinstance(value, str) or not value or value == "auto":
-        raise ValueError(f"base {value!r} is not a volatility baseline's name")
+        raise KeyError("base")  # read_preprocessor: "field 'base' ... has the wrong type"
     return value
