@@ -111,7 +111,7 @@ def choose_base(
             pre = candidate(data.preprocessor, name, baselines)
             rows = base_rows(data, pre)
         except BaseUnavailable as exc:
-            if setting != "auto":
+            if setting != "auto" or resumed:
                 raise ConfigError(
                     f"DataConfig.base={name!r}: {exc}; choose another base (--base) or "
                     "--base auto, which skips a base it cannot fit"
