@@ -164,3 +164,6 @@ def test_an_export_scales_with_the_runs_base(
     assert ours is not None and theirs is not None
     assert np.array_equal(ours.numpy(), theirs.numpy(), equal_nan=True)
     assert quiet(["predict", str(folder), "--parquet-file", str(bars_file)]) == 0
+    if kind == ["--onnx"]:  # a program in another language is told which base, and how
+        formulas = json.loads((folder / "onnx_export.json").read_text())["volatility"]["formulas"]
+        assert formulas["base"].startswith("ewma: ") and "volatility.ewma" in formulas["base"]
