@@ -27,6 +27,7 @@ LEGACY_VALUES: dict[str, dict[str, Any]] = {
         "cross_breaks": False,
         "contract_column": None,  # contract columns were ignored
         "feature_groups": [],  # today's inputs only, as before the feature library (as JSON holds it)
+        "base": "realized_vol",  # the rolling base, the only one before DataConfig.base
     },
     "model": {"output": "direct", "learn_spread": False, "vol_signals": 0, "sort_quantiles": False},
     "training": {
@@ -37,6 +38,7 @@ LEGACY_VALUES: dict[str, dict[str, Any]] = {
         "warmup_steps": None,
         "warmup_fraction": 0.05,
         "min_lr": 0.0,
+        "threads": 0,  # runs took torch's default count; it never changes a run's results
     },
 }
 

@@ -104,6 +104,9 @@ def test_unknown_config_section_is_refused(finished: Path, bars_file: Path) -> N
         ({"profile": {"bucket_minutes": 10**20, "values": [1.0]}}, "profile.bucket_minutes"),
         ({"fast_window": 10**20}, "fast_window"),
         ({"fast_window": 1}, "fast_window"),
+        ({"version": 5, "base": "garch"}, "base 'garch' is not one of"),
+        ({"version": 5, "base": 3}, "'base'"),
+        ({"version": 5, "base": "auto"}, "'base'"),
         (
             {"spec": {"volatility_windows": [10**20], "observed_columns": [], "known_columns": []}},
             "volatility_windows",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import zoneinfo
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import pandas as pd
 
@@ -31,6 +31,9 @@ _TUPLE_FIELDS = (
 #: Back-adjustments of a continuous series across contract rolls (data/contracts.py).
 ROLL_METHODS = ("ratio", "difference")
 _RESERVED_COLUMNS = ("timestamp", "symbol")
+#: The volatility behind the model's scale (`base`): "auto" chooses among the others.
+Base = Literal["auto", "realized_vol", "ewma", "har", "garch_t"]
+BASES: tuple[str, ...] = get_args(Base)
 
 
 def _fail(name: str, value: object, fix: str) -> ConfigError:
@@ -146,6 +149,14 @@ class DataConfig:
             to the baseline volatility at its anchor (`TFTBatch.vol_signal`), and the
             "baseline" output learns how far to lean toward the faster estimate: with 16 the
             forecast's scale is about the geometric mean of the two (docs/forecasting.md).
+        base: the volatility behind each window's scale, which the "baseline" output starts
+            from (docs/forecasting.md, "The base"): "realized_vol" = the rolling RMS of
+            `baseline_window` bars; "ewma", "har" or "garch_t" = that baseline fitted on the
+            training span (baseline.json) and filtered forward causally, its one-step
+            standard deviation in place of the rolling one; "auto" = the one of these four
+            whose Gaussian quantiles have the lowest mean quantile loss on the validation
+            windows (logged, in metrics.json's `base`), skipping one that cannot be fitted.
+            The run saves the base it used; a run saved before this field has "realized_vol".
         synthetic_days: trading sessions of synthetic bars when `path` is None (>= 1).
         synthetic_seed: seed of the synthetic bars.
         synthetic_symbols: instruments of the synthetic bars.
@@ -174,6 +185,7 @@ class DataConfig:
     feature_groups: tuple[str, ...] = ()
     baseline_window: int = 64
     fast_window: int = 16
+    base: Base = "realized_vol"
     synthetic_days: int = 60
     synthetic_seed: int = 0
     synthetic_symbols: tuple[str, ...] = ("ES",)
@@ -232,6 +244,8 @@ class DataConfig:
                 fast,
                 f"must be 0 (none) or an integer in [2, baseline_window = {self.baseline_window})",
             )
+        if self.base not in BASES:
+            raise _fail("base", self.base, f"use one of {', '.join(BASES)}")
         windows = self.volatility_windows
         if any(not _is_int(w) or w < 2 for w in windows) or len(set(windows)) != len(windows):
             raise _fail("volatility_windows", windows, "use distinct integers >= 2, e.g. (12, 48)")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -61,6 +61,9 @@ class PreparedData:
     schema: FeatureSchema
     preprocessor: Preprocessor
     summary: DataSummary
+    #: the encoded bars behind the windows, for `data.rebase.with_base` (a new base's scale
+    #: over the same windows); None once the caller has no more use for it
+    encoded: EncodedFrame | None = field(default=None, repr=False, compare=False)
 
 
 def load_frame(config: DataConfig) -> pd.DataFrame:
@@ -224,6 +227,7 @@ def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None
         schema=preprocessor.schema,
         preprocessor=preprocessor,
         summary=summary,
+        encoded=encoded,
     )
 
 

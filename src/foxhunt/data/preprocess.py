@@ -1,15 +1,14 @@
 """The fitted preprocessing of a run: new bars in, windows the trained model understands out.
 
-`Preprocessor` holds everything fitted at training time (scalers, symbol encoder, feature
-spec, lookback/horizon, max gap, timezone, intraday volatility profile) and is saved as JSON
-next to the weights, so `predict`, `evaluate` and a resumed run transform bars exactly as
-training did. It is fitted in `data/fit.py`; a forecast's latest windows are `data/latest.py`'s.
+`Preprocessor` holds all fitted at training time (scalers, symbol encoder, feature spec, windows,
+gap, timezone, intraday profile, base), saved as JSON by the weights: `predict`, `evaluate` and
+a resume transform bars exactly as training did. Fitted in `data/fit.py`; latest windows: `latest.py`.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -25,7 +24,13 @@ from foxhunt.data.features.instrument import static_table
 from foxhunt.data.io import normalize_timestamps
 from foxhunt.data.scaling import CategoryEncoder, StandardScaler, TargetScaler
 from foxhunt.data.series import validated_series
-from foxhunt.data.volatility import BaselineRows, IntradayProfile, baseline_rows, minute_of_day
+from foxhunt.data.volatility import (
+    BaselineRows,
+    BaseVolatility,
+    IntradayProfile,
+    baseline_rows,
+    minute_of_day,
+)
 from foxhunt.data.windows import gap_flags, index_windows
 from foxhunt.errors import DataError
 from foxhunt.storage import atomic_write_json
@@ -33,14 +38,17 @@ from foxhunt.storage import atomic_write_json
 #: Version 1 files (no volatility profile) still load; their windows carry no baseline scale.
 #: Version 2 files (no calendar) load with none: extrapolated forecast times, no session inputs.
 #: Version 3 files name one calendar (or none); version 4 may name one per symbol (a dict).
-_READABLE_VERSIONS = (1, 2, 3, 4)
+#: Version 5 files name a base other than the rolling one; rolling-base runs stay version 4.
+_READABLE_VERSIONS = (1, 2, 3, 4, 5)
+#: the base every run had before `DataConfig.base`: the rolling RMS of `baseline_window` bars
+ROLLING_BASE = "realized_vol"
 
 
 @dataclass(frozen=True, kw_only=True)
 class Preprocessor:
     """Fitted preprocessing; build it with `prepare_data`, persist it with save/load."""
 
-    VERSION: ClassVar[int] = 4
+    VERSION: ClassVar[int] = 5
 
     spec: FeatureSpec
     lookback: int
@@ -57,6 +65,10 @@ class Preprocessor:
     contract_column: str | None = None  # DataConfig's setting ("auto", a name, None)
     roll_adjust: str | None = None  # None: contracts as segments; "ratio" / "difference"
     cross_breaks: bool = False  # gaps in trading time of each symbol's spec.calendar
+    #: the volatility behind the scale (`DataConfig.base`, resolved: never "auto")
+    base: str = ROLLING_BASE
+    #: a fitted base's filter, bound from baseline.json by `foxhunt.runs.read_run_preprocessor`
+    base_filter: BaseVolatility | None = field(default=None, compare=False, repr=False)
 
     @property
     def target_scale(self) -> float:
@@ -114,6 +126,14 @@ class Preprocessor:
         """Per-row base volatility and profile (scaled units); None without a profile."""
         if self.profile is None:
             return None
+        if self.base != ROLLING_BASE and (
+            self.base_filter is None or self.base_filter.name != self.base
+        ):
+            raise DataError(
+                f"this run's base volatility is {self.base!r}, fitted on its training span and "
+                "kept in its baseline.json: load the run folder (foxhunt.serving.load_run), "
+                "which reads it"
+            )
         return baseline_rows(
             encoded.features.returns,
             minute_of_day(encoded.times, self.timezone),
@@ -124,6 +144,7 @@ class Preprocessor:
             gaps=gap_flags(encoded.series_codes, self.gap_times(encoded), self.max_gap_ns),
             fast_window=self.fast_window,
             codes=encoded.symbol_codes,
+            base=None if self.base == ROLLING_BASE else self.base_filter,
         )
 
     def static_values(self) -> torch.Tensor | None:
@@ -206,8 +227,9 @@ class Preprocessor:
 
     # --- persistence ------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        return {
-            "version": self.VERSION,
+        rolling = self.base == ROLLING_BASE  # as written before `base`: version 4, no key
+        state = {
+            "version": 4 if rolling else self.VERSION,
             "spec": self.spec.to_dict(),
             "lookback": self.lookback,
             "horizon": self.horizon,
@@ -224,6 +246,7 @@ class Preprocessor:
             "roll_adjust": self.roll_adjust,
             "cross_breaks": self.cross_breaks,
         }
+        return state if rolling else {**state, "base": self.base}
 
     @classmethod
     def from_state_dict(cls, state: dict[str, Any]) -> Preprocessor:
@@ -248,6 +271,7 @@ class Preprocessor:
             contract_column=state.get("contract_column"),  # absent: contracts were ignored
             roll_adjust=state.get("roll_adjust"),
             cross_breaks=bool(state.get("cross_breaks", False)),  # absent before calendars
+            base=_base_name(state.get("base", ROLLING_BASE)),  # absent: the rolling base
         )
 
     def save(self, path: str | Path) -> None:
@@ -267,3 +291,10 @@ class Preprocessor:
             raise DataError(
                 f"{path}: not a valid foxhunt preprocessor ({type(exc).__name__}: {exc}); retrain or restore the file"
             ) from None
+
+
+def _base_name(value: object) -> str:
+    """A saved base: a name (what it names is checked where its fitted state is bound)."""
+    if not isinstance(value, str) or not value or value == "auto":
+        raise KeyError("base")  # read_preprocessor: "field 'base' ... has the wrong type"
+    return value

@@ -13,7 +13,7 @@ reaches back into another symbol's series.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -144,6 +144,22 @@ def causal_rms(values: np.ndarray, window: int, series_starts: np.ndarray) -> np
     return np.sqrt(rolling.mean().to_numpy())
 
 
+class BaseVolatility(Protocol):
+    """A fitted volatility baseline standing in for the rolling RMS as the model's base
+    (`baselines/base.py` builds one from a run's baseline.json; the data layer only calls it).
+
+    `name` is the `DataConfig.base` it serves (never "auto" or "realized_vol")."""
+
+    @property
+    def name(self) -> str: ...
+
+    def __call__(self, adjusted: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        """[N] sd of the next return from each row, over its profile (the units of
+        `adjusted`: log returns / profile, NaN where unusable), from rows up to it only;
+        `codes` [N] each row's symbol code (rows are symbol after symbol, in time order)."""
+        ...
+
+
 @dataclass(frozen=True)
 class BaselineRows:
     """Per-row inputs of the baseline scale, in scaled target units (log return / target
@@ -172,10 +188,15 @@ def baseline_rows(
     gaps: np.ndarray | None = None,
     fast_window: int = 0,
     codes: np.ndarray | None = None,
+    base: BaseVolatility | None = None,
 ) -> BaselineRows:
     """Base volatility and profile of every row, both from data up to the row itself; returns
     spanning a gap (``gaps`` [N] True) are left out of the volatility, as from the profile.
-    With `fast_window`, also the log ratio of a `fast_window`-bar RMS to the base one."""
+    With `fast_window`, also the log ratio of a `fast_window`-bar RMS to the rolling one.
+
+    With `base`, its volatility replaces the rolling RMS at every row where the rolling one
+    is known (so every base shares the rolling warm-up, and with it the windows); NaN where
+    `base` has none (a symbol it could not be fitted on). The signal stays fast / rolling."""
     relative = profile(minutes, codes)  # codes: each row's symbol, for per-symbol curves
     usable = returns if gaps is None else np.where(gaps, np.nan, returns)
     adjusted = usable / relative
@@ -187,4 +208,8 @@ def baseline_rows(
             signal = np.log(fast / volatility)
         # a flat stretch (zero volatility) or a warm-up says nothing: no lean either way
         signal = np.clip(np.where(np.isfinite(signal), signal, 0.0), -SIGNAL_LIMIT, SIGNAL_LIMIT)
+    if base is not None:
+        row_codes = np.zeros(len(returns), np.int64) if codes is None else codes
+        chosen = np.asarray(base(adjusted, row_codes), dtype=np.float64) / target_scale
+        volatility = np.where(np.isfinite(volatility), chosen, np.nan)
     return BaselineRows(volatility, relative, signal)

@@ -120,5 +120,22 @@ def _volatility(pre: dict[str, Any]) -> dict[str, Any]:
             "vol_signal": "clip(log(fast_vol / base_vol), -signal_limit, signal_limit), "
             "fast_vol as base_vol over fast_window bars; 0 where not finite",
             "quantiles": "log-return quantiles = output * target_scale (basis points: * 1e4)",
+            **_base_formulas(pre.get("base", "realized_vol")),
         },
+    }
+
+
+def _base_formulas(base: str) -> dict[str, str]:
+    """The formulas that change when the run's scale is a fitted baseline (`DataConfig.base`)."""
+    if base == "realized_vol":
+        return {"base": "realized_vol: base_vol as above"}
+    return {
+        "base": f"{base}: base_vol is the {base} baseline fitted on the training span "
+        f"(baseline.json, volatility.{base}[symbol code]) "
+        "run forward over adjusted * 1e4 from each symbol's first bar (docs/forecasting.md, "
+        "'The base'; foxhunt.baselines.base): the sd of the next return / 1e4 / "
+        "target_scale, at the rows where the rolling base_vol above is finite",
+        "vol_signal": "clip(log(fast_vol / rolling_vol), -signal_limit, signal_limit), "
+        "rolling_vol the base_vol formula above, fast_vol it over fast_window bars; 0 where "
+        "not finite",
     }

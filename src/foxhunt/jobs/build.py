@@ -11,6 +11,7 @@ from typing import Any
 from torch import nn
 
 from foxhunt.data import PreparedData
+from foxhunt.jobs.base import BaseChoice
 from foxhunt.jobs.options import JobSetting
 from foxhunt.jobs.prepare import PreparedRun
 from foxhunt.jobs.resume import check_resumable_config
@@ -41,6 +42,7 @@ class BuiltRun:
     qat: QATConfig | None
     checkpointed: list[str]
     parameters: int
+    base: BaseChoice | None = None  # the prepare stage's choice of base volatility
 
 
 def build(
@@ -73,6 +75,7 @@ def build(
         qat=qat,
         checkpointed=checkpointed_segments(model),
         parameters=params,
+        base=prepared.base,
     )
 
 

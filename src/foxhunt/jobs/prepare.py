@@ -10,7 +10,9 @@ from typing import Any
 import torch
 
 from foxhunt.data import PreparedData, prepare_data
+from foxhunt.data.preprocess import ROLLING_BASE
 from foxhunt.errors import ConfigError
+from foxhunt.jobs.base import BaseChoice, choose_base
 from foxhunt.jobs.options import JobSetting
 from foxhunt.jobs.resume import load_saved_preprocessor
 from foxhunt.model.config import DATA_FIELDS, TFTConfig
@@ -25,10 +27,12 @@ from foxhunt.training.threads import omp_threads
 @dataclass(frozen=True, kw_only=True)
 class PreparedRun:
     """The run's config with the model's data fields filled (`fit_model_config`), and its
-    data: train, validation and test windows and the fitted preprocessor."""
+    data: train, validation and test windows and the fitted preprocessor, scaled by the
+    base volatility `base` chose (None: the rolling base, set explicitly)."""
 
     config: RunConfig
     data: PreparedData
+    base: BaseChoice | None = None
 
 
 def fit_model_config(config: TFTConfig, data: PreparedData) -> TFTConfig:
@@ -66,12 +70,15 @@ def prepare(config: RunConfig, job: JobSetting) -> PreparedRun:
     omp_threads(os.environ)  # a bad OMP_NUM_THREADS too (the trainer sets the threads)
     torch.manual_seed(config.training.seed)
     resume = job.options.resume
-    preprocessor = load_saved_preprocessor(job.output_dir) if resume else None
-    data = prepare_data(config.data, preprocessor=preprocessor)
+    saved = load_saved_preprocessor(job.output_dir) if resume else None
+    # the windows come with the rolling base; a saved run's own base is refitted and stands
+    rolling = None if saved is None else replace(saved, base=ROLLING_BASE, base_filter=None)
+    data = prepare_data(config.data, preprocessor=rolling)
+    data, base = choose_base(config, data, resumed=None if saved is None else saved.base)
     config = replace(config, model=fit_model_config(config.model, data))
     # before a 10**7 hidden size or a 10**5 lookback allocates anything
     check_step_fits_in_memory(
         config.model, config.training.batch_size, model_class=config.model_class
     )
     check_early_stopping(config.training, data)
-    return PreparedRun(config=config, data=data)
+    return PreparedRun(config=config, data=data, base=base)

@@ -26,10 +26,14 @@ from foxhunt.training.inference import mean_selection_weights
 
 def score_test(built: BuiltRun, fitted: Fitted, job: JobSetting) -> Scored:
     """Metrics carry `validation_baselines` too: the realized-vol baseline's score on the
-    validation windows, the one a trained model had to beat to be kept."""
-    data, quantiles = built.data, built.config.model.quantiles
-    # fitted on the train span, then filtered forward over validation and test
-    baselines = fit_run_baselines(data, quantiles, window=built.config.data.baseline_window)
+    validation windows (and the chosen base's, `validation_reference`), the one a trained
+    model had to beat to be kept; and `base`, the prepare stage's choice, when it made one."""
+    data, quantiles, base = built.data, built.config.model.quantiles, built.base
+    # fitted on the train span (by the prepare stage when it chose a base), then filtered
+    # forward over validation and test
+    baselines = base.baselines if base is not None else None
+    if baselines is None:
+        baselines = fit_run_baselines(data, quantiles, window=built.config.data.baseline_window)
     save_run_baselines(job.output_dir, baselines)
     pred, target = fitted.trainer.predict(data.test)
     check_finite_forecasts(pred, "test")  # a NaN model is never saved
@@ -42,5 +46,7 @@ def score_test(built: BuiltRun, fitted: Fitted, job: JobSetting) -> Scored:
     reference = validation_reference(baselines, data, quantiles)
     if reference:
         scored = replace(scored, metrics={**scored.metrics, "validation_baselines": reference})
+    if base is not None:  # which base the scale used, and each candidate's validation loss
+        scored = replace(scored, metrics={**scored.metrics, "base": base.record()})
     scored.write_forecasts(job.output_dir / FORECASTS_FILE)
     return scored

@@ -26,6 +26,7 @@ from foxhunt.errors import FoxhuntError
 from foxhunt.model.factory import build_model
 from foxhunt.model.size import check_fits_in_memory
 from foxhunt.model.tft import TemporalFusionTransformer
+from foxhunt.runs.base import bind_base
 from foxhunt.runs.checks import (
     CONFIG_SECTIONS,
     RunFileError,
@@ -109,10 +110,14 @@ def read_run_config(run_dir: Path) -> RunConfig:
 
 
 def read_run_preprocessor(run_dir: Path, config: RunConfig) -> Preprocessor:
-    """preprocessor.json, checked against the config's window."""
-    return read_preprocessor(
-        run_dir / PREPROCESSOR_FILE, lookback=config.model.lookback, horizon=config.model.horizon
+    """preprocessor.json, checked against the config's window, with its base volatility's
+    fitted filter bound from baseline.json (runs/base.py)."""
+    model = config.model
+    pre = read_preprocessor(
+        run_dir / PREPROCESSOR_FILE, lookback=model.lookback, horizon=model.horizon
     )
+    horizon = pre.horizon if model.horizon is None else model.horizon
+    return bind_base(pre, run_dir, horizon=horizon, quantiles=len(model.quantiles))
 
 
 def load_run_folder(

@@ -81,9 +81,30 @@ def validation_reference(
     baselines: RunBaselines, data: PreparedData, quantiles: Sequence[float]
 ) -> dict[str, Any]:
     """The realized-vol baseline's metrics on the validation windows: the score a trained
-    model must beat to be kept over the baseline; {} without validation windows."""
+    model must beat to be kept over the baseline; {} without validation windows. A run on
+    another base (`DataConfig.base`) also has that base's Gaussian quantiles, which its
+    untrained model forecasts, as `base:<name>`."""
     if not len(data.validation) or baselines.volatility is None:
         return {}
     vol = baselines.volatility_forecasts(data.validation, data.preprocessor, quantiles)
-    observed = window_targets(data.validation) * bp_per_unit(data.preprocessor)
-    return {"realized_vol": forecast_metrics(vol["realized_vol"], observed, quantiles)}
+    unit = bp_per_unit(data.preprocessor)
+    observed = window_targets(data.validation) * unit
+    out = {"realized_vol": forecast_metrics(vol["realized_vol"], observed, quantiles)}
+    if data.preprocessor.base != "realized_vol":
+        base = base_forecast(data.validation, quantiles) * unit
+        out[f"base:{data.preprocessor.base}"] = forecast_metrics(base, observed, quantiles)
+    return out
+
+
+def base_forecast(dataset: WindowDataset, quantiles: Sequence[float]) -> np.ndarray:
+    """[W, H, Q] the Gaussian quantiles of the windows' own scale (scaled units): the
+    forecast of an untrained "baseline" output."""
+    from scipy.stats import norm
+
+    if dataset.base_volatility is None or dataset.profile is None:
+        raise ValueError("the windows carry no baseline scale")
+    anchors = dataset.anchors.numpy()
+    steps = anchors[:, None] + np.arange(1, dataset.horizon + 1)  # [W, H] target rows
+    scale = dataset.base_volatility.numpy()[anchors][:, None] * dataset.profile.numpy()[steps]
+    z = norm.ppf(np.asarray(quantiles, dtype=np.float64))
+    return scale.astype(np.float64)[..., None] * z  # float32 products, as the batches hold
