@@ -147,10 +147,18 @@ class Preprocessor:
         encoded: EncodedFrame,
         anchors: dict[str, np.ndarray],
         baseline: BaselineRows | None,
+        *,
+        consume: bool = False,
     ) -> dict[str, WindowDataset]:
         """One dataset per entry of `anchors` (from `ready_anchors`), all sharing one set of
-        storage tensors; `baseline` is `self.baseline(encoded)`, computed once by the caller."""
-        scaled = self.scaler.transform(encoded.features.inputs, codes=encoded.symbol_codes)
+        storage tensors; `baseline` is `self.baseline(encoded)`, computed once by the caller.
+        With `consume` the library's float32 inputs are scaled in place (`encoded`'s inputs
+        are spent): no second [N, P] matrix."""
+        inputs, rows_codes = encoded.features.inputs, encoded.symbol_codes
+        if consume and inputs.dtype == np.float32:
+            scaled = self.scaler.scale_in_place(inputs, rows_codes)
+        else:
+            scaled = self.scaler.transform(inputs, codes=rows_codes)
         values = torch.from_numpy(scaled)  # each symbol by its own statistics
         targets = torch.from_numpy(self.target_scaler.transform(encoded.features.returns))
         codes = torch.from_numpy(encoded.symbol_codes.astype(np.int64))
@@ -202,7 +210,7 @@ class Preprocessor:
                 f"{self.lookback} + {self.horizon} bars without a gap over {self.max_gap} after "
                 "the rolling warm-up; use a longer file"
             )
-        return self.windows(encoded, anchors, baseline)["all"]
+        return self.windows(encoded, anchors, baseline, consume=True)["all"]
 
     # --- persistence ------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from foxhunt.data.features.matrix import write_columns
+
 #: Without a fitted session gap, a step longer than this many median bar spacings (within a
 #: series) starts a new session: the daily break, a weekend, a holiday.
 SESSION_GAP_FACTOR = 3.0
@@ -56,32 +58,50 @@ def session_numbers(series: np.ndarray, times_ns: np.ndarray, gap_ns: int | None
     return np.cumsum(new) - 1
 
 
-def per_series(bars: Bars, width: int, fn: Callable[[slice], np.ndarray]) -> np.ndarray:
-    """[N, width]: `fn(rows)` -> [n, width] of each series' slice of rows, so that no rolling
-    statistic or moving average ever reaches into another series."""
-    out = np.empty((len(bars.close), width))
+def per_series(bars: Bars, out: np.ndarray, fn: Callable[[slice], list[np.ndarray]]) -> None:
+    """Fill `out` [N, k] (a view of the input matrix) with `fn(rows)`, the k columns of each
+    series' slice of rows, so that no rolling statistic or moving average ever reaches into
+    another series."""
     for start, stop in bars.bounds():
-        out[start:stop] = fn(slice(start, stop))
-    return out
+        write_columns(out[start:stop], fn(slice(start, stop)))
+
+
+class Rolling:
+    """Full-window rolling sums and means of one series' values `x`, for any number of
+    windows: NaN until `window` values are in, and wherever the window holds a NaN. They are
+    differences of cumulative sums, taken once for every window (a few times faster than
+    pandas' rolling, and as causal: row t reads rows <= t only)."""
+
+    def __init__(self, x: np.ndarray) -> None:
+        missing = np.isnan(x)
+        self.sums = np.concatenate([[0.0], np.cumsum(np.where(missing, 0.0, x))])
+        self.holes = np.concatenate([[0], np.cumsum(missing)])
+
+    def sum(self, window: int) -> np.ndarray:
+        return self._total(window, mean=False)
+
+    def mean(self, window: int) -> np.ndarray:
+        return self._total(window, mean=True)
+
+    def _total(self, window: int, *, mean: bool) -> np.ndarray:
+        sums, holes = self.sums, self.holes
+        out = np.full(len(sums) - 1, np.nan)
+        if window <= len(out):
+            total = sums[window:] - sums[:-window]
+            total[holes[window:] - holes[:-window] > 0] = np.nan
+            out[window - 1 :] = total / window if mean else total
+        return out
 
 
 def rolling(x: np.ndarray, window: int, how: str) -> np.ndarray:
     """A full-window rolling statistic of one series: NaN until `window` values are in, and
-    wherever the window holds a NaN. Sums and means are differences of cumulative sums (a
-    few times faster than pandas' rolling, and as causal: row t reads rows <= t only);
-    the rest is pandas'."""
-    if how not in ("sum", "mean"):
-        roll = pd.Series(x).rolling(window, min_periods=window)
-        return np.array(getattr(roll, how)().to_numpy(), dtype=np.float64)
-    missing = np.isnan(x)
-    sums = np.concatenate([[0.0], np.cumsum(np.where(missing, 0.0, x))])
-    holes = np.concatenate([[0], np.cumsum(missing)])
-    out = np.full(len(x), np.nan)
-    if window <= len(x):
-        total = sums[window:] - sums[:-window]
-        total[holes[window:] - holes[:-window] > 0] = np.nan
-        out[window - 1 :] = total / window if how == "mean" else total
-    return out
+    wherever the window holds a NaN. Sums and means are `Rolling`'s; the rest is pandas'."""
+    if how == "sum":
+        return Rolling(x).sum(window)
+    if how == "mean":
+        return Rolling(x).mean(window)
+    roll = pd.Series(x).rolling(window, min_periods=window)
+    return np.array(getattr(roll, how)().to_numpy(), dtype=np.float64)
 
 
 def ewm_mean(x: np.ndarray, *, span: float | None = None, alpha: float | None = None) -> np.ndarray:
@@ -114,8 +134,13 @@ def previous_session_close(bars: Bars) -> np.ndarray:
 def rolling_var(x: np.ndarray, window: int) -> np.ndarray:
     """Sample variance over full windows of values centred near 0 (returns), from cumulative
     sums: (sum x^2 - (sum x)^2 / w) / (w - 1); not for values far from 0 (prices)."""
-    total, squares = rolling(x, window, "sum"), rolling(x * x, window, "sum")
-    return np.maximum(squares - total * total / window, 0.0) / (window - 1)
+    return variance(Rolling(x), Rolling(x * x), window)
+
+
+def variance(values: Rolling, squares: Rolling, window: int) -> np.ndarray:
+    """`rolling_var` of x from `Rolling(x)` and `Rolling(x * x)`, kept for several windows."""
+    total, sum_squares = values.sum(window), squares.sum(window)
+    return np.maximum(sum_squares - total * total / window, 0.0) / (window - 1)
 
 
 def root(x: np.ndarray) -> np.ndarray:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 
 from foxhunt.data.features.bars import Bars, session_numbers
 from foxhunt.data.features.base import Features, base_columns, log_returns
 from foxhunt.data.features.known import known_calendar
+from foxhunt.data.features.matrix import compact_columns, write_columns
 from foxhunt.data.features.spec import FeatureSpec
 from foxhunt.errors import ConfigError
 
@@ -46,30 +49,32 @@ def check_cross(bars: Bars, spec: FeatureSpec) -> None:
 def library_inputs(
     frame: pd.DataFrame, spec: FeatureSpec, timezone: str, series: np.ndarray, returns: np.ndarray
 ) -> tuple[np.ndarray, int]:
-    """[N, P] float32 inputs with the library's groups, written group by group into one
-    matrix (a year of 1-minute bars of 10 symbols at 230 inputs is 3 GB in float32), and
-    the number of observed columns."""
+    """[N, P] float32 inputs with the library's groups, each group writing straight into its
+    columns of one matrix (matrix.py), and the number of observed columns. Every group's
+    columns are computed; those the spec dropped are then squeezed out in place."""
     bars = make_bars(frame, spec, timezone, series, returns)
     check_cross(bars, spec)
-    names = (*spec.observed_names, *spec.known_names)
+    full = replace(spec, dropped=())
+    names = (*full.observed_names, *full.known_names)
     inputs = np.empty((len(returns), len(names)), dtype=np.float32)
-    j = 0
-    for column in base_columns(frame, returns, spec.volatility_windows):
-        inputs[:, j], j = column, j + 1
+    base = base_columns(frame, returns, spec.volatility_windows)
+    j = len(base)
+    write_columns(inputs[:, :j], base)
+    del base
     for group, windows in spec.observed_groups:
-        keep = [c.name not in spec.dropped for c in group.columns(windows)]
-        values = group.compute(bars, windows)
-        values = values if all(keep) else values[:, keep]
-        inputs[:, j : j + values.shape[1]], j = values, j + values.shape[1]
+        width = len(group.columns(windows))
+        group.compute(bars, windows, inputs[:, j : j + width])
+        j += width
     for name in spec.observed_columns:
         inputs[:, j], j = frame[name].to_numpy(np.float64), j + 1
-    num_observed = j
     times, symbols = pd.DatetimeIndex(frame["timestamp"]), frame["symbol"].to_numpy()
-    known = known_calendar(times, spec, timezone, symbols)
-    inputs[:, j : j + known.shape[1]], j = known, j + known.shape[1]
+    known = known_calendar(times, full, timezone, symbols)
+    write_columns(inputs[:, j : j + known.shape[1]], list(known.T))
+    j += known.shape[1]
     for name in spec.known_columns:
         inputs[:, j], j = frame[name].to_numpy(np.float64), j + 1
-    return inputs, num_observed
+    keep = np.asarray([n not in spec.dropped for n in names])
+    return compact_columns(inputs, keep), int(keep[: len(full.observed_names)].sum())
 
 
 def compute_features(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from foxhunt.data.features.bars import Bars, per_series, rolling, root
+from foxhunt.data.features.bars import Bars, Rolling, per_series, root, write_columns
 from foxhunt.data.features.group import Column, Group, windowed
 
 _STEMS = ("cross_ret", "cross_vol", "rel_strength")
@@ -25,16 +25,19 @@ def columns(windows: tuple[int, ...]) -> list[Column]:
 def own_measures(bars: Bars, windows: tuple[int, ...]) -> np.ndarray:
     """[N, 2 W]: each row's own w-bar log return and realized volatility, per series."""
 
-    def one(rows: slice) -> np.ndarray:
+    def one(rows: slice) -> list[np.ndarray]:
         c, r = bars.log_close[rows], bars.returns[rows]
-        out = []
+        squares = Rolling(r * r)
+        columns = []
         for w in windows:
             ret = np.full(len(c), np.nan)
             ret[w:] = c[w:] - c[:-w]
-            out += [ret, root(rolling(r * r, w, "mean"))]
-        return np.column_stack(out)
+            columns += [ret, root(squares.mean(w))]
+        return columns
 
-    return per_series(bars, 2 * len(windows), one)
+    own = np.empty((len(bars.close), 2 * len(windows)))
+    per_series(bars, own, one)
+    return own
 
 
 def as_of(times_ns: np.ndarray, values: np.ndarray, at_ns: np.ndarray) -> np.ndarray:
@@ -46,7 +49,7 @@ def as_of(times_ns: np.ndarray, values: np.ndarray, at_ns: np.ndarray) -> np.nda
     return out
 
 
-def compute(bars: Bars, windows: tuple[int, ...]) -> np.ndarray:
+def compute(bars: Bars, windows: tuple[int, ...], out: np.ndarray) -> None:
     own = own_measures(bars, windows)
     names = np.unique(bars.symbols)
     total = np.zeros_like(own)
@@ -56,11 +59,11 @@ def compute(bars: Bars, windows: tuple[int, ...]) -> np.ndarray:
         joined[mine] = 0.0  # a row's own symbol is not one of the others
         total += joined
     others = total / (len(names) - 1)  # NaN while any other symbol is in its warm-up
-    out = []
+    columns = []
     for j in range(len(windows)):
         ret, vol = others[:, 2 * j], others[:, 2 * j + 1]
-        out += [ret, vol, own[:, 2 * j] - ret]
-    return np.column_stack(out)
+        columns += [ret, vol, own[:, 2 * j] - ret]
+    write_columns(out, columns)
 
 
 GROUP = Group(

@@ -15,6 +15,7 @@ from foxhunt.data.features.bars import SESSION_GAP_FACTOR
 from foxhunt.data.features.base import Features, log_returns
 from foxhunt.data.features.compute import minutes_of_day
 from foxhunt.data.features.instrument import describe
+from foxhunt.data.features.matrix import compact_columns
 from foxhunt.data.features.spec import FeatureSpec
 from foxhunt.errors import ConfigError, DataError
 
@@ -90,14 +91,15 @@ def instrument_descriptors(
 def drop_inputs(
     spec: FeatureSpec, encoded: EncodedFrame, dropped: tuple[str, ...]
 ) -> tuple[FeatureSpec, EncodedFrame]:
-    """`spec` and `encoded` less the inputs `dropped`: the columns are taken out of the
-    computed matrix, the same values a recomputation with the new spec would give."""
+    """`spec` and `encoded` less the inputs `dropped`: the columns are squeezed out of the
+    computed matrix in place (`encoded`'s inputs are spent), the same values a recomputation
+    with the new spec would give."""
     names = (*spec.observed_names, *spec.known_names)
     keep = np.asarray([n not in dropped for n in names])
     narrow = replace(spec, dropped=(*spec.dropped, *dropped))
     before = encoded.features
     features = Features(
-        inputs=np.ascontiguousarray(before.inputs[:, keep]),
+        inputs=compact_columns(before.inputs, keep),
         num_observed=int(keep[: before.num_observed].sum()),
         returns=before.returns,
     )
@@ -106,15 +108,19 @@ def drop_inputs(
 
 def train_ranges(inputs: np.ndarray, train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """[P] min and max of each column's finite values on the training rows (inf / -inf: no
-    finite value), a block of rows at a time (no copy of the training rows)."""
+    finite value), a block of rows at a time (no copy of the training rows). fmin / fmax skip
+    NaN; a column they find an infinity in (rare) is redone skipping those too."""
     low = np.full(inputs.shape[1], np.inf)
     high = np.full(inputs.shape[1], -np.inf)
     block = 1 << 16
     for start in range(0, len(inputs), block):
         rows = inputs[start : start + block][train[start : start + block]]
-        finite = np.isfinite(rows)
-        low = np.minimum(low, np.where(finite, rows, np.inf).min(axis=0, initial=np.inf))
-        high = np.maximum(high, np.where(finite, rows, -np.inf).max(axis=0, initial=-np.inf))
+        low = np.fmin(low, np.fmin.reduce(rows, axis=0, initial=np.inf))
+        high = np.fmax(high, np.fmax.reduce(rows, axis=0, initial=-np.inf))
+    for j in np.flatnonzero(np.isinf(low) | np.isinf(high)):
+        column = inputs[:, j][train]
+        finite = column[np.isfinite(column)]
+        low[j], high[j] = (finite.min(), finite.max()) if len(finite) else (np.inf, -np.inf)
     return low, high
 
 

@@ -25,13 +25,16 @@ class Column:
 
 @dataclass(frozen=True)
 class Group:
-    """A feature group: `compute(bars, windows)` -> [N, len(columns(windows))] float64."""
+    """A feature group. An observed group's `compute(bars, windows, out)` writes its inputs
+    into `out`, the [N, len(columns(windows))] float32 view of the input matrix that they
+    take (no [N, k] float64 copy of its own); a known group's `compute(local_times, windows)`
+    returns them [N, k] (clock.py)."""
 
     name: str
     summary: str
     windows: tuple[int, ...]  # the default windows (bars); () = the group takes none
     columns: Callable[[tuple[int, ...]], list[Column]]
-    compute: Callable[[Bars, tuple[int, ...]], np.ndarray]
+    compute: Callable[[Bars, tuple[int, ...], np.ndarray], None]
     min_window: int = 1
     known: bool = False  # known in advance (computed from the time alone)
     fitted: bool = False  # needs state fitted on the training rows
