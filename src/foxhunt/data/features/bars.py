@@ -95,11 +95,22 @@ class Rolling:
 
 def rolling(x: np.ndarray, window: int, how: str) -> np.ndarray:
     """A full-window rolling statistic of one series: NaN until `window` values are in, and
-    wherever the window holds a NaN. Sums and means are `Rolling`'s; the rest is pandas'."""
+    wherever the window holds a NaN. Sums and means are `Rolling`'s; maxima and minima of
+    values without NaN scipy's trailing filters (the same numbers, 2-3x faster); the rest is
+    pandas'."""
     if how == "sum":
         return Rolling(x).sum(window)
     if how == "mean":
         return Rolling(x).mean(window)
+    if how in ("max", "min") and not np.isnan(x).any():
+        from scipy.ndimage import maximum_filter1d, minimum_filter1d  # not at --help
+
+        extreme = maximum_filter1d if how == "max" else minimum_filter1d
+        # origin (w - 1) // 2 puts the window at rows t-w+1 .. t; "nearest" pads only those
+        # first w - 1 rows, which are NaN anyway
+        out = extreme(x, size=window, origin=(window - 1) // 2, mode="nearest")
+        out[: window - 1] = np.nan
+        return out
     roll = pd.Series(x).rolling(window, min_periods=window)
     return np.array(getattr(roll, how)().to_numpy(), dtype=np.float64)
 

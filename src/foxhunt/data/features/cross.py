@@ -25,8 +25,10 @@ def columns(windows: tuple[int, ...]) -> list[Column]:
 def own_measures(bars: Bars, windows: tuple[int, ...]) -> np.ndarray:
     """[N, 2 W]: each row's own w-bar log return and realized volatility, per series."""
 
+    log_close = bars.log_close  # a property: np.log(close) each time
+
     def one(rows: slice) -> list[np.ndarray]:
-        c, r = bars.log_close[rows], bars.returns[rows]
+        c, r = log_close[rows], bars.returns[rows]
         squares = Rolling(r * r)
         columns = []
         for w in windows:
