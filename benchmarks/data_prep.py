@@ -85,7 +85,7 @@ def _child(path: Path, what: str) -> dict[str, float]:
         capture_output=True,
         text=True,
     )
-    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def write_bars(folder: Path, days: int, seed: int) -> tuple[Path, Path, int]:

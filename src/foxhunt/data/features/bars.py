@@ -33,6 +33,7 @@ class Bars:
     minute: np.ndarray  # int64 minute of day in the feature timezone
     symbols: np.ndarray  # object: each row's symbol name
     volume_profile: dict[str, np.ndarray]  # symbol -> [1440] typical log volume by minute
+    gap_ns: int = 0  # a step longer than this starts a session (`session_gap`)
 
     @property
     def log_close(self) -> np.ndarray:
@@ -45,16 +46,20 @@ class Bars:
         return list(zip(starts.tolist(), stops.tolist(), strict=True))
 
 
-def session_numbers(series: np.ndarray, times_ns: np.ndarray, gap_ns: int | None) -> np.ndarray:
-    """[N] session number: a new one at each series start and each step over `gap_ns`
-    (None: SESSION_GAP_FACTOR x the median spacing of these bars)."""
+def session_gap(series: np.ndarray, times_ns: np.ndarray, gap_ns: int | None) -> int:
+    """`gap_ns`, or without one (None) SESSION_GAP_FACTOR x the median spacing of these bars."""
+    if gap_ns is not None:
+        return gap_ns
+    same = series[1:] == series[:-1]
+    steps = np.diff(times_ns)[same]
+    return int(SESSION_GAP_FACTOR * np.median(steps)) if len(steps) else 0
+
+
+def session_numbers(series: np.ndarray, times_ns: np.ndarray, gap_ns: int) -> np.ndarray:
+    """[N] session number: a new one at each series start and each step over `gap_ns`."""
     new = np.ones(len(series), dtype=bool)
     if len(series) > 1:
-        same = series[1:] == series[:-1]
-        steps = np.diff(times_ns)
-        if gap_ns is None:
-            gap_ns = int(SESSION_GAP_FACTOR * np.median(steps[same])) if same.any() else 0
-        new[1:] = ~same | (steps > gap_ns)
+        new[1:] = (series[1:] != series[:-1]) | (np.diff(times_ns) > gap_ns)
     return np.cumsum(new) - 1
 
 

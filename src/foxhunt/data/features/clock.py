@@ -45,6 +45,6 @@ CYCLES = Group(
     columns=lambda w: [
         Column(n, "cycles", None, "0 bars") for n in ("month_sin", "month_cos", "days_to_month_end")
     ],
-    compute=cycles,  # type: ignore[arg-type]  # known groups read the local times
+    compute=cycles,  # known groups read the local times
     known=True,
 )

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import cast
 
 import numpy as np
 import pandas as pd
 
-from foxhunt.data.features.bars import Bars, session_numbers
+from foxhunt.data.features.bars import Bars, session_gap, session_numbers
 from foxhunt.data.features.base import Features, base_columns, log_returns
+from foxhunt.data.features.group import Fill
 from foxhunt.data.features.known import known_calendar
 from foxhunt.data.features.matrix import compact_columns, write_columns
 from foxhunt.data.features.spec import FeatureSpec
@@ -26,15 +28,17 @@ def make_bars(
     times = pd.DatetimeIndex(frame["timestamp"])
     times_ns = times.as_unit("ns").asi8
     price = {c: frame[c].to_numpy(np.float64) for c in ("open", "high", "low", "close", "volume")}
+    gap = session_gap(series, times_ns, spec.session_gap_ns)
     return Bars(
         **price,
         times_ns=times_ns,
         returns=returns,
         series=series,
-        session=session_numbers(series, times_ns, spec.session_gap_ns),
+        session=session_numbers(series, times_ns, gap),
         minute=minutes_of_day(times, timezone),
         symbols=frame["symbol"].to_numpy(),
         volume_profile={s: np.asarray(v) for s, v in spec.volume_profile},
+        gap_ns=gap,
     )
 
 
@@ -63,7 +67,7 @@ def library_inputs(
     del base
     for group, windows in spec.observed_groups:
         width = len(group.columns(windows))
-        group.compute(bars, windows, inputs[:, j : j + width])
+        cast("Fill", group.compute)(bars, windows, inputs[:, j : j + width])
         j += width
     for name in spec.observed_columns:
         inputs[:, j], j = frame[name].to_numpy(np.float64), j + 1

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 
 if TYPE_CHECKING:
     from foxhunt.data.features.bars import Bars
@@ -23,6 +24,12 @@ class Column:
     warmup: str
 
 
+#: an observed group's compute: its inputs written into `out`
+Fill = Callable[["Bars", tuple[int, ...], np.ndarray], None]
+#: a known group's compute: [N, k] inputs of local times
+Clock = Callable[[pd.DatetimeIndex, tuple[int, ...]], np.ndarray]
+
+
 @dataclass(frozen=True)
 class Group:
     """A feature group. An observed group's `compute(bars, windows, out)` writes its inputs
@@ -34,7 +41,7 @@ class Group:
     summary: str
     windows: tuple[int, ...]  # the default windows (bars); () = the group takes none
     columns: Callable[[tuple[int, ...]], list[Column]]
-    compute: Callable[[Bars, tuple[int, ...], np.ndarray], None]
+    compute: Fill | Clock
     min_window: int = 1
     known: bool = False  # known in advance (computed from the time alone)
     fitted: bool = False  # needs state fitted on the training rows

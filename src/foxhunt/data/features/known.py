@@ -3,11 +3,14 @@ groups of a spec (clock.py holds their formulas)."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import pandas as pd
 
 from foxhunt.data.calendar import session_features
 from foxhunt.data.features.clock import calendar_features, local_times
+from foxhunt.data.features.group import Clock
 from foxhunt.data.features.spec import FeatureSpec
 
 
@@ -20,7 +23,7 @@ def known_calendar(
     if spec.calendar is not None:
         parts.append(session_features(spec.calendar, times.as_unit("ns").asi8, symbols))
     for group, windows in spec.known_groups:
-        values = group.compute(local_times(times, timezone), windows)  # type: ignore[arg-type]
+        values = cast("Clock", group.compute)(local_times(times, timezone), windows)
         keep = [c.name not in spec.dropped for c in group.columns(windows)]
         parts.append(values[:, keep])
     return parts[0] if len(parts) == 1 else np.concatenate(parts, 1)
