@@ -10,7 +10,7 @@ import pandas as pd
 
 from foxhunt.data.calendar import gap_clock
 from foxhunt.data.config import DataConfig
-from foxhunt.data.contracts import contract_series_starts
+from foxhunt.data.contracts import contract_series_starts, find_contract_column
 from foxhunt.data.dataset import WindowDataset
 from foxhunt.data.encoded import EncodedFrame, FeatureSchema
 from foxhunt.data.features import FeatureSpec, parse_groups
@@ -127,7 +127,14 @@ def _encode_new_run(
     train = _splits(times_ns, config)[1] == 0
     # the library's state (sessions, typical volume) is fitted on the training rows only
     spec = fit_feature_state(
-        frame, spec, series_codes=series, train=train, timezone=timezone, spacing_ns=spacing
+        frame,
+        spec,
+        series_codes=series,
+        train=train,
+        timezone=timezone,
+        spacing_ns=spacing,
+        # a back-adjusted series keeps its contract column: the expiry of the one held
+        contract_column=find_contract_column(frame, config.contract_column, source),
     )
     encoded = EncodedFrame.build(
         frame, spec, timezone=timezone, codes=codes, contract_column=contracts

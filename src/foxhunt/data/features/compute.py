@@ -14,7 +14,7 @@ from foxhunt.data.features.group import Fill
 from foxhunt.data.features.known import known_calendar
 from foxhunt.data.features.matrix import compact_columns, write_columns
 from foxhunt.data.features.spec import FeatureSpec
-from foxhunt.errors import ConfigError
+from foxhunt.errors import ConfigError, DataError
 
 
 def minutes_of_day(times: pd.DatetimeIndex, timezone: str) -> np.ndarray:
@@ -50,6 +50,19 @@ def check_cross(bars: Bars, spec: FeatureSpec) -> None:
         )
 
 
+def row_contracts(frame: pd.DataFrame, spec: FeatureSpec) -> np.ndarray | None:
+    """[N] each row's contract for the groups that read it (None: none does)."""
+    column = spec.contract_column
+    if column is None or not spec.reads_contracts:
+        return None
+    if column not in frame.columns:
+        raise DataError(
+            f"{frame.attrs.get('source', 'the bars')}: no contract column {column!r}, which "
+            "the run's group 'expiry' reads; use bars that name each bar's contract"
+        )
+    return np.asarray(frame[column].astype(str).to_numpy(), dtype=object)
+
+
 def library_inputs(
     frame: pd.DataFrame, spec: FeatureSpec, timezone: str, series: np.ndarray, returns: np.ndarray
 ) -> tuple[np.ndarray, int]:
@@ -72,7 +85,7 @@ def library_inputs(
     for name in spec.observed_columns:
         inputs[:, j], j = frame[name].to_numpy(np.float64), j + 1
     times, symbols = pd.DatetimeIndex(frame["timestamp"]), frame["symbol"].to_numpy()
-    known = known_calendar(times, full, timezone, symbols)
+    known = known_calendar(times, full, timezone, symbols, row_contracts(frame, spec))
     write_columns(inputs[:, j : j + known.shape[1]], list(known.T))
     j += known.shape[1]
     for name in spec.known_columns:

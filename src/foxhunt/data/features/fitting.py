@@ -47,10 +47,18 @@ def fit_feature_state(
     train: np.ndarray,
     timezone: str,
     spacing_ns: int,
+    contract_column: str | None = None,
 ) -> FeatureSpec:
-    """`spec` with its state fitted on the rows where `train` is set (no state without groups)."""
+    """`spec` with its state fitted on the rows where `train` is set (no state without groups);
+    `contract_column` is the frame's contract column (None: it has none)."""
     if not spec.groups:
         return spec
+    if spec.reads_contracts and contract_column is None:
+        raise ConfigError(
+            "DataConfig.feature_groups: group 'expiry' reads each bar's contract and the bars "
+            "have no contract column; add one (contract or expiry, or --contract-column NAME) "
+            "or leave the group out"
+        )
     longest = int(np.bincount(series_codes).max())
     for column in spec.columns():
         if column.window is not None and column.window >= longest:
@@ -60,6 +68,8 @@ def fit_feature_state(
                 "shorter windows or more bars"
             )
     state = replace(spec, session_gap_ns=int(SESSION_GAP_FACTOR * spacing_ns))
+    if spec.reads_contracts:
+        state = replace(state, contract_column=contract_column)
     if any(g.fitted for g, _ in spec.observed_groups):
         times = pd.DatetimeIndex(frame["timestamp"])[train]
         profile = volume_profile(

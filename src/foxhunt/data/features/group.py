@@ -24,10 +24,19 @@ class Column:
     warmup: str
 
 
+@dataclass(frozen=True)
+class KnownRows:
+    """What a known group may read of any rows, past or future: their local times and, with
+    a contract column, each row's contract (a forecast bar's: its anchor's)."""
+
+    local: pd.DatetimeIndex
+    contracts: np.ndarray | None = None  # [N] contract names; None: no contract column
+
+
 #: an observed group's compute: its inputs written into `out`
 Fill = Callable[["Bars", tuple[int, ...], np.ndarray], None]
-#: a known group's compute: [N, k] inputs of local times
-Clock = Callable[[pd.DatetimeIndex, tuple[int, ...]], np.ndarray]
+#: a known group's compute: [N, k] inputs of the rows
+Clock = Callable[[KnownRows, tuple[int, ...]], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -35,7 +44,7 @@ class Group:
     """A feature group. An observed group's `compute(bars, windows, out)` writes its inputs
     into `out`, the [N, len(columns(windows))] float32 view of the input matrix that they
     take (no [N, k] float64 copy of its own); a known group's `compute(local_times, windows)`
-    returns them [N, k] (clock.py)."""
+    returns them [N, k] (clock.py, expiry.py)."""
 
     name: str
     summary: str
@@ -47,6 +56,7 @@ class Group:
     fitted: bool = False  # needs state fitted on the training rows
     cross: bool = False  # needs several symbols
     static: bool = False  # one value per symbol (a static input), fitted on the training rows
+    contract: bool = False  # reads the contract column (a known group's KnownRows.contracts)
 
 
 def windowed(
