@@ -28,7 +28,6 @@ OWED = {
     "cli/generated.py",
     "cli/train.py:run",
     "cli/tune.py:run",
-    "data/pipeline.py:prepare_data",
 }
 
 

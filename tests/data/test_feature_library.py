@@ -17,8 +17,9 @@ from foxhunt.data.features.fitting import fit_feature_state
 from foxhunt.errors import ConfigError, DataError
 
 TZ = "America/New_York"
-#: every group with short windows, so three sessions of bars warm them all up
-SMALL = tuple(f"{g}:3/6" if GROUPS[g].windows else g for g in GROUPS)
+#: every group with short windows, so three sessions of bars warm them all up; but "expiry",
+#: which reads a contract column (tests/data/test_feature_expiry.py)
+SMALL = tuple(f"{g}:3/6" if GROUPS[g].windows else g for g in GROUPS if not GROUPS[g].contract)
 
 
 def valid_bars(frame: pd.DataFrame, contracts: bool = False) -> tuple[pd.DataFrame, np.ndarray]:
@@ -61,7 +62,7 @@ def spec(two_symbols: pd.DataFrame) -> FeatureSpec:
 
 def test_small_spec_covers_every_group(spec: FeatureSpec) -> None:
     groups = {c.group for c in spec.columns()}
-    assert set(GROUPS) <= groups
+    assert set(GROUPS) - {"expiry"} <= groups
     assert len(spec.observed_names) > 60
 
 
@@ -224,3 +225,33 @@ def test_the_tft_225_preset_feeds_210_observed_and_10_known_inputs() -> None:
     assert len(spec.known_names) == 10
     assert len(spec.static_names) == 4  # and the symbol: 5 static inputs
     assert DataConfig(feature_groups=tuple(groups)).feature_groups == tuple(groups)
+
+
+def test_a_stale_symbol_is_left_out_of_the_cross_inputs() -> None:
+    """YM stops for two hours: once its last bar is older than the session gap (3 bars of 5
+    minutes), ES's cross inputs are NQ's alone, and with NQ gone too they are 0."""
+    three = generate_bars(days=3, seed=5, symbols=("ES", "NQ", "YM"))
+    times = three["timestamp"]
+    start = times.iloc[len(three) // 2]
+    hole = (times > start) & (times <= start + pd.Timedelta(hours=2))
+    holed = three[~(hole & (three["symbol"] == "YM"))].reset_index(drop=True)
+    spec = fitted_spec(holed, ("cross:3/6",))
+    assert spec.session_gap_ns == 900 * 10**9
+    es = table(holed, spec).loc["ES"]
+    pair = table(holed[holed["symbol"] != "YM"].reset_index(drop=True), spec).loc["ES"]
+    stale = (es.index > start + pd.Timedelta(minutes=15)) & (
+        es.index <= start + pd.Timedelta(hours=2)
+    )
+    fresh = ~stale
+    assert stale.sum() == 21  # 2 hours of 5-minute bars, less the 15 minutes YM still counts
+    crossed = [c for c in es.columns if c.startswith(("cross_ret", "cross_vol", "rel_str"))]
+    pd.testing.assert_frame_equal(es.loc[stale, crossed], pair.loc[stale, crossed])
+    assert not np.allclose(es.loc[fresh, crossed].dropna(), pair.loc[fresh, crossed].dropna())
+    assert (es.loc[stale, "cross_fresh"] == 0.5).all() and (es.loc[fresh, "cross_fresh"] == 1).all()
+    # with NQ gone as well, no other symbol is fresh: the means are 0, rel_strength own return
+    gone = (holed["timestamp"] > start) & (holed["timestamp"] <= start + pd.Timedelta(hours=2))
+    alone = holed[~(gone & (holed["symbol"] == "NQ"))].reset_index(drop=True)
+    es_alone = table(alone, spec).loc["ES"]
+    assert (es_alone.loc[stale, ["cross_ret_3", "cross_vol_6", "cross_fresh"]] == 0).all().all()
+    own = table(alone, fitted_spec(alone, ("returns:3/6",))).loc["ES"]
+    np.testing.assert_array_equal(es_alone.loc[stale, "rel_strength_3"], own.loc[stale, "ret_3"])

@@ -132,6 +132,17 @@ def test_preprocessor_std_must_be_positive(finished: Path, bars_file: Path) -> N
     refused(predict(finished, bars_file), "scaler.std")
 
 
+def test_a_scaler_of_other_inputs_than_the_spec_computes_is_refused(
+    finished: Path, bars_file: Path
+) -> None:
+    """A run saved before a group gained an input (cross_fresh): one line, not a shape error."""
+    path = finished / "preprocessor.json"
+    data = json.loads(path.read_text())
+    data["scaler"]["names"][-1] = "cross_fresh"
+    path.write_text(json.dumps(data))
+    refused(predict(finished, bars_file), "preprocessor.json", "cross_fresh", "retrain")
+
+
 def test_non_finite_weights_are_refused(finished: Path, bars_file: Path) -> None:
     path = finished / "model.safetensors"
     state = load_file(path)

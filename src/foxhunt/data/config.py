@@ -137,7 +137,8 @@ class DataConfig:
         feature_groups: groups of the feature library fed after those inputs, each "name"
             (its default windows) or "name:w1/w2/..." (windows in bars): returns, realized,
             ranges, activity, location, trend, shape, cross (several symbols), cycles
-            (known in advance), instrument (static, per symbol); docs/data.md lists their
+            (known in advance), expiry (known; needs a contract column), instrument
+            (static, per symbol); docs/data.md lists their
             inputs and formulas. Empty = today's inputs only. `foxhunt inspect FILE
             --features` lists every input.
         baseline_window: bars of the rolling volatility behind each window's baseline scale

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import copy as _copy
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
+import numpy as np
 import pandas as pd
 import torch
 from torch import Tensor
@@ -18,6 +20,18 @@ from torch.utils.data import (
 )
 
 from foxhunt.batch import TFTBatch
+from foxhunt.data.volatility import BaselineRows
+
+
+def baseline_tensors(rows: BaselineRows) -> tuple[Tensor, Tensor, Tensor | None]:
+    """(base volatility, profile, volatility signal) of every row, as the windows hold them."""
+    signal = None if rows.signal is None else torch.from_numpy(rows.signal.astype(np.float32))
+    as_tensor = torch.from_numpy
+    return (
+        as_tensor(rows.volatility.astype(np.float32)),
+        as_tensor(rows.profile.astype(np.float32)),
+        signal,
+    )
 
 
 class WindowDataset(Dataset[TFTBatch]):
@@ -72,6 +86,13 @@ class WindowDataset(Dataset[TFTBatch]):
         self.static_values = static_values
         self._past_offsets = torch.arange(-lookback + 1, 1)
         self._future_offsets = torch.arange(1, horizon + 1)
+
+    def with_baseline(self, rows: BaselineRows) -> WindowDataset:
+        """These windows with another base volatility behind their scale; the inputs (already
+        scaled, perhaps in place over the encoded bars) are shared, not rebuilt."""
+        copy = _copy.copy(self)
+        copy.base_volatility, copy.profile, copy.vol_signal = baseline_tensors(rows)
+        return copy
 
     def __len__(self) -> int:
         return len(self.anchors)

@@ -74,9 +74,10 @@ def fit_preprocessor(
         horizon=config.horizon,
         scaler=StandardScaler.fit(
             names,
-            encoded.features.inputs[train],
-            encoded.symbol_codes[train],
+            encoded.features.inputs,
+            encoded.symbol_codes,
             symbols.cardinality,
+            rows=train,  # no copy of every training row: one symbol's at a time
         ),
         target_scaler=TargetScaler.fit(encoded.features.returns[train]),
         max_gap_ns=max_gap_ns,

@@ -13,6 +13,7 @@ import torch
 from foxhunt.batch import TFTBatch
 from foxhunt.data.encoded import EncodedFrame
 from foxhunt.data.features import known_calendar, series_starts
+from foxhunt.data.features.compute import row_contracts
 from foxhunt.data.future import forecast_times, future_known_values
 from foxhunt.data.preprocess import Preprocessor
 from foxhunt.data.volatility import BaselineRows, minute_of_day
@@ -114,8 +115,10 @@ def _future_known(
     )
     times = pd.DatetimeIndex(times_ns.ravel()).tz_localize("UTC").tz_convert(encoded.times.tz)
     row_symbols = np.repeat(np.asarray(symbols, dtype=object), pre.horizon)  # symbol-major
+    contracts = row_contracts(encoded.frame, pre.spec)  # a forecast bar's: its anchor's
+    future_contracts = None if contracts is None else np.repeat(contracts[ends], pre.horizon)
     known = [
-        known_calendar(times, pre.spec, pre.timezone, row_symbols),
+        known_calendar(times, pre.spec, pre.timezone, row_symbols, future_contracts),
         future_known_values(future, pre.spec.known_columns, symbols, times_ns),
     ]
     future_inputs = np.concatenate(known, axis=1).reshape(len(ends), pre.horizon, -1)

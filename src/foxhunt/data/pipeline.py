@@ -10,7 +10,7 @@ import pandas as pd
 
 from foxhunt.data.calendar import gap_clock
 from foxhunt.data.config import DataConfig
-from foxhunt.data.contracts import contract_series_starts
+from foxhunt.data.contracts import contract_series_starts, find_contract_column
 from foxhunt.data.dataset import WindowDataset
 from foxhunt.data.encoded import EncodedFrame, FeatureSchema
 from foxhunt.data.features import FeatureSpec, parse_groups
@@ -61,8 +61,7 @@ class PreparedData:
     schema: FeatureSchema
     preprocessor: Preprocessor
     summary: DataSummary
-    #: the encoded bars behind the windows, for `data.rebase.with_base` (a new base's scale
-    #: over the same windows); None once the caller has no more use for it
+    #: the bars behind the windows for `data.rebase` (their inputs are spent: scaled in place)
     encoded: EncodedFrame | None = field(default=None, repr=False, compare=False)
 
 
@@ -130,7 +129,14 @@ def _encode_new_run(
     train = _splits(times_ns, config)[1] == 0
     # the library's state (sessions, typical volume) is fitted on the training rows only
     spec = fit_feature_state(
-        frame, spec, series_codes=series, train=train, timezone=timezone, spacing_ns=spacing
+        frame,
+        spec,
+        series_codes=series,
+        train=train,
+        timezone=timezone,
+        spacing_ns=spacing,
+        # a back-adjusted series keeps its contract column: the expiry of the one held
+        contract_column=find_contract_column(frame, config.contract_column, source),
     )
     encoded = EncodedFrame.build(
         frame, spec, timezone=timezone, codes=codes, contract_column=contracts
@@ -138,6 +144,54 @@ def _encode_new_run(
     if spec.groups and (dropped := constant_inputs(encoded.features, spec, train)):
         spec, encoded = drop_inputs(spec, encoded, dropped)
     return encoded, spec, encoder, spacing
+
+
+@dataclass(frozen=True)
+class _Encoded:
+    """Bars with their features and what windows and fitting need of them."""
+
+    encoded: EncodedFrame
+    spec: FeatureSpec
+    symbols: CategoryEncoder
+    timezone: str
+    max_gap_ns: int | None
+    spacing_ns: int
+
+
+def _encode(
+    frame: pd.DataFrame,
+    config: DataConfig,
+    source: str,
+    preprocessor: Preprocessor | None,
+) -> _Encoded:
+    """The features of `frame`: a new run's (its spec fitted on its training rows), or a
+    resumed run's, exactly as its saved preprocessor computes them."""
+    spec = FeatureSpec(
+        config.volatility_windows,
+        config.observed_columns,
+        config.known_columns,
+        groups=parse_groups(config.feature_groups),
+    )
+    min_rows = config.lookback + config.horizon
+    if preprocessor is not None:
+        check_compatible(preprocessor, config, spec)
+        return _Encoded(
+            encoded=preprocessor.encode(frame, min_rows=min_rows),
+            spec=preprocessor.spec,
+            symbols=preprocessor.symbols,
+            timezone=preprocessor.timezone,
+            max_gap_ns=preprocessor.max_gap_ns,
+            spacing_ns=preprocessor.bar_spacing_ns,
+        )
+    encoded, spec, encoder, spacing = _encode_new_run(frame, config, spec, source, min_rows)
+    return _Encoded(
+        encoded=encoded,
+        spec=spec,
+        symbols=encoder,
+        timezone=timezone_name(encoded.frame["timestamp"].dt.tz),
+        max_gap_ns=resolve_max_gap(config.max_gap, spacing),
+        spacing_ns=spacing,
+    )
 
 
 def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None) -> PreparedData:
@@ -148,25 +202,11 @@ def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None
     """
     frame = load_frame(config)
     source = str(frame.attrs.get("source", config.path))
-    spec = FeatureSpec(
-        config.volatility_windows,
-        config.observed_columns,
-        config.known_columns,
-        groups=parse_groups(config.feature_groups),
-    )
-    min_rows = config.lookback + config.horizon
-    if preprocessor is not None:
-        check_compatible(preprocessor, config, spec)
-        spec = preprocessor.spec
-        encoded = preprocessor.encode(frame, min_rows=min_rows)
-        timezone, encoder = preprocessor.timezone, preprocessor.symbols
-        max_gap_ns, spacing = preprocessor.max_gap_ns, preprocessor.bar_spacing_ns
-    else:
-        encoded, spec, encoder, spacing = _encode_new_run(frame, config, spec, source, min_rows)
-        timezone = timezone_name(encoded.frame["timestamp"].dt.tz)
-        max_gap_ns = resolve_max_gap(config.max_gap, spacing)
+    bars = _encode(frame, config, source, preprocessor)
+    del frame  # the validated copy in `bars.encoded` is the one kept
+    encoded, spec = bars.encoded, bars.spec
     cuts, splits = _splits(encoded.times_ns, config)
-    row_symbols = np.asarray(encoder.categories, dtype=object)[encoded.symbol_codes]
+    row_symbols = np.asarray(bars.symbols.categories, dtype=object)[encoded.symbol_codes]
     clock_ns = gap_clock(encoded.times_ns, spec.calendar, config.cross_breaks, row_symbols)
     index = index_windows(
         encoded.series_codes,
@@ -175,7 +215,7 @@ def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None
         encoded.finite,
         lookback=config.lookback,
         horizon=config.horizon,
-        max_gap_ns=max_gap_ns,
+        max_gap_ns=bars.max_gap_ns,
     )
     _check_windows(index, config, source, spec.warmup_bars)
     if preprocessor is None:
@@ -185,16 +225,37 @@ def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None
             config,
             spec=spec,
             clock_ns=clock_ns,
-            max_gap_ns=max_gap_ns,
-            bar_spacing_ns=spacing,
-            timezone=timezone,
-            symbols=encoder,
+            max_gap_ns=bars.max_gap_ns,
+            bar_spacing_ns=bars.spacing_ns,
+            timezone=bars.timezone,
+            symbols=bars.symbols,
         )
     baseline = preprocessor.baseline(encoded)  # once for the warm-up and the windows
     anchors = preprocessor.ready_anchors(index.anchors, baseline)
     # again after the baseline warm-up
     _check_windows(replace(index, anchors=anchors), config, source, spec.warmup_bars)
-    datasets = preprocessor.windows(encoded, anchors, baseline)
+    datasets = preprocessor.windows(encoded, anchors, baseline, consume=True)
+    summary = _summary(source, encoded, preprocessor, index, datasets, cuts)
+    return PreparedData(
+        train=datasets["train"],
+        validation=datasets["validation"],
+        test=datasets["test"],
+        schema=preprocessor.schema,
+        preprocessor=preprocessor,
+        summary=summary,
+        encoded=encoded,
+    )
+
+
+def _summary(
+    source: str,
+    encoded: EncodedFrame,
+    preprocessor: Preprocessor,
+    index: WindowIndex,
+    datasets: dict[str, WindowDataset],
+    cuts: np.ndarray,
+) -> DataSummary:
+    """The counts of a prepared run, logged once."""
     summary = DataSummary(
         source=source,
         rows=len(encoded.times_ns),
@@ -205,8 +266,8 @@ def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None
         windows={name: len(datasets[name]) for name in SPLITS},
         dropped_for_gaps=index.dropped_for_gaps,
         purged=index.purged,
-        validation_start=_cut_time(cuts[0], timezone),
-        test_start=_cut_time(cuts[1], timezone),
+        validation_start=_cut_time(cuts[0], preprocessor.timezone),
+        test_start=_cut_time(cuts[1], preprocessor.timezone),
     )
     log.info(
         "data: %s: %d rows, %d symbols, bar spacing %s, %d gaps over %s, windows "
@@ -220,15 +281,7 @@ def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None
         *summary.windows.values(),
         summary.dropped_for_gaps,
     )
-    return PreparedData(
-        train=datasets["train"],
-        validation=datasets["validation"],
-        test=datasets["test"],
-        schema=preprocessor.schema,
-        preprocessor=preprocessor,
-        summary=summary,
-        encoded=encoded,
-    )
+    return summary
 
 
 def _splits(times_ns: np.ndarray, config: DataConfig) -> tuple[np.ndarray, np.ndarray]:

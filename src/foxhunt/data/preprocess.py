@@ -5,6 +5,8 @@ gap, timezone, intraday profile, base), saved as JSON by the weights: `predict`,
 a resume transform bars exactly as training did. Fitted in `data/fit.py`; latest windows: `latest.py`.
 """
 
+# long: one fitted object's fields, encoding, windows and JSON, methods sharing its state
+
 from __future__ import annotations
 
 import json
@@ -17,7 +19,7 @@ import pandas as pd
 import torch
 
 from foxhunt.data.calendar import gap_clock
-from foxhunt.data.dataset import WindowDataset
+from foxhunt.data.dataset import WindowDataset, baseline_tensors
 from foxhunt.data.encoded import EncodedFrame, FeatureSchema
 from foxhunt.data.features import TARGET_NAME, FeatureSpec, series_starts
 from foxhunt.data.features.instrument import static_table
@@ -168,10 +170,18 @@ class Preprocessor:
         encoded: EncodedFrame,
         anchors: dict[str, np.ndarray],
         baseline: BaselineRows | None,
+        *,
+        consume: bool = False,
     ) -> dict[str, WindowDataset]:
         """One dataset per entry of `anchors` (from `ready_anchors`), all sharing one set of
-        storage tensors; `baseline` is `self.baseline(encoded)`, computed once by the caller."""
-        scaled = self.scaler.transform(encoded.features.inputs, codes=encoded.symbol_codes)
+        storage tensors; `baseline` is `self.baseline(encoded)`, computed once by the caller.
+        With `consume` the library's float32 inputs are scaled in place (`encoded`'s inputs
+        are spent): no second [N, P] matrix."""
+        inputs, rows_codes = encoded.features.inputs, encoded.symbol_codes
+        if consume and inputs.dtype == np.float32:
+            scaled = self.scaler.scale_in_place(inputs, rows_codes)
+        else:
+            scaled = self.scaler.transform(inputs, codes=rows_codes)
         values = torch.from_numpy(scaled)  # each symbol by its own statistics
         targets = torch.from_numpy(self.target_scaler.transform(encoded.features.returns))
         codes = torch.from_numpy(encoded.symbol_codes.astype(np.int64))
@@ -179,10 +189,7 @@ class Preprocessor:
         if baseline is not None:
             if not all(baseline.ready[rows].all() for rows in anchors.values()):
                 raise DataError("an anchor lies in the base volatility's warm-up")
-            volatility = torch.from_numpy(baseline.volatility.astype(np.float32))
-            profile = torch.from_numpy(baseline.profile.astype(np.float32))
-            if baseline.signal is not None:
-                signal = torch.from_numpy(baseline.signal.astype(np.float32))
+            volatility, profile, signal = baseline_tensors(baseline)
         static = self.static_values()
         return {
             name: WindowDataset(
@@ -223,7 +230,7 @@ class Preprocessor:
                 f"{self.lookback} + {self.horizon} bars without a gap over {self.max_gap} after "
                 "the rolling warm-up; use a longer file"
             )
-        return self.windows(encoded, anchors, baseline)["all"]
+        return self.windows(encoded, anchors, baseline, consume=True)["all"]
 
     # --- persistence ------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

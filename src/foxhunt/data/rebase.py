@@ -48,14 +48,6 @@ def with_base(
     """`data`'s windows scaled by `preprocessor`'s base (`rows`: its `base_rows`, if already
     computed), and `preprocessor` as the one the run saves."""
     rows = base_rows(data, preprocessor) if rows is None else rows
-    if data.encoded is None:
-        raise ValueError("the prepared data no longer holds its encoded bars")
-    anchors = {name: getattr(data, name).anchors.numpy() for name in SPLITS}
-    sets = preprocessor.windows(data.encoded, anchors, rows)
-    return replace(
-        data,
-        train=sets["train"],
-        validation=sets["validation"],
-        test=sets["test"],
-        preprocessor=preprocessor,
-    )
+    # the windows' inputs stay: prepare_data may have scaled the encoded bars' in place
+    sets = {name: getattr(data, name).with_baseline(rows) for name in SPLITS}
+    return replace(data, **sets, preprocessor=preprocessor)

@@ -13,6 +13,8 @@ from foxhunt.errors import DataError
 
 #: Columns whose training std is below this are left unscaled (std 1), only centered.
 STD_FLOOR = 1e-12
+#: Rows scaled at a time in place: bounds the float64 temporary to a few MB.
+_BLOCK_ROWS = 1 << 14
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,21 +46,26 @@ class StandardScaler:
         values: np.ndarray,
         codes: np.ndarray | None = None,
         groups: int = 1,
+        *,
+        rows: np.ndarray | None = None,
     ) -> StandardScaler:
-        """Statistics of `values` [rows, P], which must be the finite training rows, per
-        symbol code `codes` [rows] in 0 .. groups-1 (None: all one symbol). A symbol without
-        training rows (it trades only later) gets the statistics of all symbols together."""
-        if len(values) == 0:
+        """Statistics of `values` [N, P] at `rows` ([N] bool, which must select the finite
+        training rows; None: every row), per symbol code `codes` [N] in 0 .. groups-1 (None:
+        all one symbol). Only one symbol's rows are copied at a time, never all the training
+        rows. A symbol without training rows (it trades only later) gets the statistics of
+        all symbols together."""
+        rows = np.ones(len(values), dtype=bool) if rows is None else rows
+        if not rows.any():
             raise DataError("no finite training rows to fit the input scaler on; add more bars")
         codes = np.zeros(len(values), dtype=np.int64) if codes is None else codes
         mean = np.empty((groups, values.shape[1]))
         std = np.empty_like(mean)
         for g in range(groups):
-            mine = values[codes == g] if groups > 1 else values
-            if len(mine) == 0:
-                mine = values
-            mean[g] = mine.mean(axis=0, dtype=np.float64)
-            std[g] = mine.std(axis=0, dtype=np.float64)
+            mine = rows & (codes == g) if groups > 1 else rows
+            picked = values[mine if mine.any() else rows]
+            mean[g] = picked.mean(axis=0, dtype=np.float64)
+            std[g] = picked.std(axis=0, dtype=np.float64)
+            del picked
         std = np.where(std > STD_FLOOR, std, 1.0)
         if groups == 1:  # one symbol: one [P] set, as runs saved before per-symbol sets hold
             return cls(tuple(names), mean[0], std[0])
@@ -85,6 +92,27 @@ class StandardScaler:
                 out[lo:hi] = (values[lo:hi] - mean[g]) / std[g]
             return out
         return ((values - mean[codes]) / std[codes]).astype(np.float32)
+
+    def scale_in_place(self, values: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        """`values` [N, P] float32, rows sorted by symbol code `codes` [N], scaled in place a
+        block of rows at a time and returned: the numbers `transform` gives (in float64, then
+        rounded), without a second [N, P] matrix. `values` is spent."""
+        if values.dtype != np.float32 or (np.diff(codes) < 0).any():
+            raise ValueError("scale_in_place needs float32 rows sorted by symbol code")
+        mean, std = np.atleast_2d(self.mean), np.atleast_2d(self.std)
+        bounds = np.searchsorted(codes, np.arange(len(mean) + 1))
+        if len(mean) == 1:  # one set serves every symbol
+            bounds = np.asarray([0, len(values)])
+        buffer = np.empty((_BLOCK_ROWS, values.shape[1]))  # float64, reused block after block
+        for g in range(len(mean)):
+            for lo in range(bounds[g], bounds[g + 1], _BLOCK_ROWS):
+                hi = min(lo + _BLOCK_ROWS, bounds[g + 1])
+                block = buffer[: hi - lo]
+                block[:] = values[lo:hi]  # the float32 -> float64 of `transform`, exact
+                block -= mean[g]
+                block /= std[g]
+                values[lo:hi] = block
+        return values
 
     def state_dict(self) -> dict[str, Any]:
         return {"names": list(self.names), "mean": self.mean.tolist(), "std": self.std.tolist()}

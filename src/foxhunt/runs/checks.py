@@ -160,6 +160,13 @@ def read_preprocessor(
     if not all(2 <= w <= 100_000 for w in windows):  # rolling() would overflow or refuse
         raise RunFileError(f"{path}: spec.volatility_windows must be ints in [2, 100000]")
     check_volatility_profile(path, pre)
+    computed = (*pre.spec.observed_names, *pre.spec.known_names)
+    if tuple(pre.scaler.names) != computed:  # a group gained an input since (cross_fresh)
+        extra = sorted(set(computed) ^ set(pre.scaler.names)) or "their order"
+        raise RunFileError(
+            f"{path}: the scaler's inputs differ from those its spec computes now ({extra}); "
+            "the run was saved by an older feature library: retrain it"
+        )
     return pre
 
 

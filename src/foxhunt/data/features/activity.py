@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from foxhunt.data.features.bars import Bars, per_series, rolling, safe_divide
+from foxhunt.data.features.bars import Bars, Rolling, per_series, safe_divide
 from foxhunt.data.features.group import Column, Group, windowed
 
 _STEMS = ("log_volume", "rel_volume", "amihud")
@@ -36,27 +36,26 @@ def typical_volume(bars: Bars) -> np.ndarray:
     return out
 
 
-def compute(bars: Bars, windows: tuple[int, ...]) -> np.ndarray:
+def compute(bars: Bars, windows: tuple[int, ...], out: np.ndarray) -> None:
     log_volume = np.log1p(bars.volume)
     bar_range = bars.high - bars.low
-    clv = safe_divide((bars.close - bars.low) - (bars.high - bars.close), bar_range)
     dollars = bars.close * bars.volume
 
-    def one(rows: slice) -> np.ndarray:
+    def one(rows: slice) -> list[np.ndarray]:
         moves = np.abs(bars.returns[rows])
-        out = []
+        logs, volume = Rolling(log_volume[rows]), Rolling(bars.volume[rows])
+        move_sums, dollar_sums = Rolling(moves), Rolling(dollars[rows])
+        columns = []
         for w in windows:
-            mean_log = rolling(log_volume[rows], w, "mean")
-            illiquid = (rolling(moves, w, "sum") + 1e-10) / (rolling(dollars[rows], w, "sum") + 1)
-            block = np.column_stack(
-                [np.log1p(rolling(bars.volume[rows], w, "mean")), log_volume[rows] - mean_log]
-            )
-            block[:w] = np.nan  # the warm-up of amihud (its first return is NaN), for all
-            out += [block, np.log(illiquid)[:, None]]
-        return np.concatenate(out, axis=1)
+            illiquid = (move_sums.sum(w) + 1e-10) / (dollar_sums.sum(w) + 1)
+            level, relative = np.log1p(volume.mean(w)), log_volume[rows] - logs.mean(w)
+            level[:w] = relative[:w] = np.nan  # the warm-up of amihud (its first return
+            columns += [level, relative, np.log(illiquid)]  # is NaN), for all three
+        return columns
 
-    windowed_part = per_series(bars, len(_STEMS) * len(windows), one)
-    return np.column_stack([log_volume - typical_volume(bars), clv, windowed_part])
+    out[:, 0] = log_volume - typical_volume(bars)
+    out[:, 1] = safe_divide((bars.close - bars.low) - (bars.high - bars.close), bar_range)
+    per_series(bars, out[:, 2:], one)
 
 
 GROUP = Group(

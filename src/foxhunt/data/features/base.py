@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from foxhunt.data.features.matrix import finite_rows
+
 BASE_OBSERVED = ("log_return", "log_range", "close_open", "log_volume")
 CALENDAR = ("minute_sin", "minute_cos", "weekday_sin", "weekday_cos")
 TARGET_NAME = "log_return"
@@ -33,7 +35,7 @@ class Features:
     @property
     def finite_rows(self) -> np.ndarray:
         """[N] bool: every input and the return of the row are finite (no warm-up NaN)."""
-        return np.isfinite(self.inputs).all(axis=1) & np.isfinite(self.returns)
+        return finite_rows(self.inputs) & np.isfinite(self.returns)
 
 
 def series_starts(symbol_codes: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from foxhunt.data.features.group import Column, Group
+from foxhunt.data.features.group import Column, Group, KnownRows
 
 
 def local_times(times: pd.DatetimeIndex, timezone: str) -> pd.DatetimeIndex:
@@ -30,8 +30,9 @@ def calendar_features(times: pd.DatetimeIndex, timezone: str) -> np.ndarray:
     return np.stack([np.sin(a), np.cos(a), np.sin(b), np.cos(b)], axis=1)
 
 
-def cycles(local: pd.DatetimeIndex, windows: tuple[int, ...]) -> np.ndarray:
+def cycles(rows: KnownRows, windows: tuple[int, ...]) -> np.ndarray:
     """[N, 3] month_sin, month_cos, days_to_month_end of local times."""
+    local = rows.local
     days = local.days_in_month.to_numpy().astype(np.float64)
     day = local.day.to_numpy() - 1 + (local.hour.to_numpy() * 60 + local.minute.to_numpy()) / 1440
     angle = 2 * np.pi * (local.month.to_numpy() - 1 + day / days) / 12
@@ -45,6 +46,6 @@ CYCLES = Group(
     columns=lambda w: [
         Column(n, "cycles", None, "0 bars") for n in ("month_sin", "month_cos", "days_to_month_end")
     ],
-    compute=cycles,  # type: ignore[arg-type]  # known groups read the local times
+    compute=cycles,  # known groups read the local times
     known=True,
 )

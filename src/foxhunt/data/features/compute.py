@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import cast
+
 import numpy as np
 import pandas as pd
 
-from foxhunt.data.features.bars import Bars, session_numbers
+from foxhunt.data.features.bars import Bars, session_gap, session_numbers
 from foxhunt.data.features.base import Features, base_columns, log_returns
+from foxhunt.data.features.group import Fill
 from foxhunt.data.features.known import known_calendar
+from foxhunt.data.features.matrix import compact_columns, write_columns
 from foxhunt.data.features.spec import FeatureSpec
-from foxhunt.errors import ConfigError
+from foxhunt.errors import ConfigError, DataError
+
+#: groups computed at once, each into its own columns (numpy, pandas and scipy release the
+#: GIL in their loops, so two use both cores of a 2-core machine)
+GROUP_THREADS = 2
 
 
 def minutes_of_day(times: pd.DatetimeIndex, timezone: str) -> np.ndarray:
@@ -23,15 +33,17 @@ def make_bars(
     times = pd.DatetimeIndex(frame["timestamp"])
     times_ns = times.as_unit("ns").asi8
     price = {c: frame[c].to_numpy(np.float64) for c in ("open", "high", "low", "close", "volume")}
+    gap = session_gap(series, times_ns, spec.session_gap_ns)
     return Bars(
         **price,
         times_ns=times_ns,
         returns=returns,
         series=series,
-        session=session_numbers(series, times_ns, spec.session_gap_ns),
+        session=session_numbers(series, times_ns, gap),
         minute=minutes_of_day(times, timezone),
         symbols=frame["symbol"].to_numpy(),
         volume_profile={s: np.asarray(v) for s, v in spec.volume_profile},
+        gap_ns=gap,
     )
 
 
@@ -43,33 +55,52 @@ def check_cross(bars: Bars, spec: FeatureSpec) -> None:
         )
 
 
+def row_contracts(frame: pd.DataFrame, spec: FeatureSpec) -> np.ndarray | None:
+    """[N] each row's contract for the groups that read it (None: none does)."""
+    column = spec.contract_column
+    if column is None or not spec.reads_contracts:
+        return None
+    if column not in frame.columns:
+        raise DataError(
+            f"{frame.attrs.get('source', 'the bars')}: no contract column {column!r}, which "
+            "the run's group 'expiry' reads; use bars that name each bar's contract"
+        )
+    return np.asarray(frame[column].astype(str).to_numpy(), dtype=object)
+
+
 def library_inputs(
     frame: pd.DataFrame, spec: FeatureSpec, timezone: str, series: np.ndarray, returns: np.ndarray
 ) -> tuple[np.ndarray, int]:
-    """[N, P] float32 inputs with the library's groups, written group by group into one
-    matrix (a year of 1-minute bars of 10 symbols at 230 inputs is 3 GB in float32), and
-    the number of observed columns."""
+    """[N, P] float32 inputs with the library's groups, each group writing straight into its
+    columns of one matrix (matrix.py), and the number of observed columns. Every group's
+    columns are computed; those the spec dropped are then squeezed out in place."""
     bars = make_bars(frame, spec, timezone, series, returns)
     check_cross(bars, spec)
-    names = (*spec.observed_names, *spec.known_names)
+    full = replace(spec, dropped=())
+    names = (*full.observed_names, *full.known_names)
     inputs = np.empty((len(returns), len(names)), dtype=np.float32)
-    j = 0
-    for column in base_columns(frame, returns, spec.volatility_windows):
-        inputs[:, j], j = column, j + 1
+    base = base_columns(frame, returns, spec.volatility_windows)
+    j = len(base)
+    write_columns(inputs[:, :j], base)
+    del base
+    slots = []  # each group's columns of the matrix
     for group, windows in spec.observed_groups:
-        keep = [c.name not in spec.dropped for c in group.columns(windows)]
-        values = group.compute(bars, windows)
-        values = values if all(keep) else values[:, keep]
-        inputs[:, j : j + values.shape[1]], j = values, j + values.shape[1]
+        width = len(group.columns(windows))
+        slots.append((cast("Fill", group.compute), windows, inputs[:, j : j + width]))
+        j += width
+    with ThreadPoolExecutor(GROUP_THREADS) as pool:  # disjoint columns: the same numbers
+        for done in [pool.submit(fill, bars, windows, out) for fill, windows, out in slots]:
+            done.result()  # a group's error, raised here
     for name in spec.observed_columns:
         inputs[:, j], j = frame[name].to_numpy(np.float64), j + 1
-    num_observed = j
     times, symbols = pd.DatetimeIndex(frame["timestamp"]), frame["symbol"].to_numpy()
-    known = known_calendar(times, spec, timezone, symbols)
-    inputs[:, j : j + known.shape[1]], j = known, j + known.shape[1]
+    known = known_calendar(times, full, timezone, symbols, row_contracts(frame, spec))
+    write_columns(inputs[:, j : j + known.shape[1]], list(known.T))
+    j += known.shape[1]
     for name in spec.known_columns:
         inputs[:, j], j = frame[name].to_numpy(np.float64), j + 1
-    return inputs, num_observed
+    keep = np.asarray([n not in spec.dropped for n in names])
+    return compact_columns(inputs, keep), int(keep[: len(full.observed_names)].sum())
 
 
 def compute_features(

@@ -1,71 +1,90 @@
 """Cross-instrument inputs, when the bars hold several symbols. For a row of symbol s at time
-t and each other symbol o, o's last bar at or before t (an as-of join: never a later bar):
+t and each other symbol o, o's last bar at or before t (an as-of join: never a later bar),
+counted only while it is fresh: no older than the session gap (a step that long starts a
+session, bars.py), so a symbol in its daily break, over a weekend or no longer trading is
+left out rather than held at its last values for hours:
 
-    cross_ret_w   mean over the other symbols of their log return over w bars
-    cross_vol_w   mean over the other symbols of their realized volatility sqrt(mean r^2), w bars
+    cross_ret_w     mean over the fresh other symbols of their log return over w bars
+    cross_vol_w     mean over the fresh other symbols of their realized volatility
+                    sqrt(mean r^2) over w bars
     rel_strength_w  s's own w-bar log return - cross_ret_w
-    Each symbol's own measures are computed within its series (symbol / contract); NaN until
-    every other symbol has a bar with them (their warm-up, w bars).
+    cross_fresh     the share of the other symbols that are fresh at t (0 .. 1)
+    Each symbol's own measures are computed within its series (symbol / contract). NaN while
+    a fresh other symbol is in its warm-up (w bars); with none fresh, cross_ret and cross_vol
+    are 0 (and cross_fresh says so).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from foxhunt.data.features.bars import Bars, per_series, rolling, root
+from foxhunt.data.features.bars import Bars, Rolling, per_series, root, write_columns
 from foxhunt.data.features.group import Column, Group, windowed
 
 _STEMS = ("cross_ret", "cross_vol", "rel_strength")
 
 
 def columns(windows: tuple[int, ...]) -> list[Column]:
-    return windowed("cross", _STEMS)(windows)
+    return [*windowed("cross", _STEMS)(windows), Column("cross_fresh", "cross", None, "0 bars")]
 
 
 def own_measures(bars: Bars, windows: tuple[int, ...]) -> np.ndarray:
     """[N, 2 W]: each row's own w-bar log return and realized volatility, per series."""
+    log_close = bars.log_close  # a property: np.log(close) each time
 
-    def one(rows: slice) -> np.ndarray:
-        c, r = bars.log_close[rows], bars.returns[rows]
-        out = []
+    def one(rows: slice) -> list[np.ndarray]:
+        c, r = log_close[rows], bars.returns[rows]
+        squares = Rolling(r * r)
+        columns = []
         for w in windows:
             ret = np.full(len(c), np.nan)
             ret[w:] = c[w:] - c[:-w]
-            out += [ret, root(rolling(r * r, w, "mean"))]
-        return np.column_stack(out)
+            columns += [ret, root(squares.mean(w))]
+        return columns
 
-    return per_series(bars, 2 * len(windows), one)
+    own = np.empty((len(bars.close), 2 * len(windows)))
+    per_series(bars, own, one)
+    return own
 
 
-def as_of(times_ns: np.ndarray, values: np.ndarray, at_ns: np.ndarray) -> np.ndarray:
-    """values [n, k] (rows of one symbol) at its last time <= each of `at_ns` (else NaN)."""
+def as_of(
+    times_ns: np.ndarray, values: np.ndarray, at_ns: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """values [n, k] (rows of one symbol) at its last time <= each of `at_ns` (else NaN), and
+    that time (else the int64 minimum)."""
     order = np.argsort(times_ns, kind="stable")  # contracts of a symbol may overlap in time
     position = np.searchsorted(times_ns[order], at_ns, side="right") - 1
     out = values[order][np.maximum(position, 0)]
     out[position < 0] = np.nan
-    return out
+    when = np.where(position < 0, np.iinfo(np.int64).min, times_ns[order][position])
+    return out, when
 
 
-def compute(bars: Bars, windows: tuple[int, ...]) -> np.ndarray:
+def compute(bars: Bars, windows: tuple[int, ...], out: np.ndarray) -> None:
     own = own_measures(bars, windows)
-    names = np.unique(bars.symbols)
+    names, codes = np.unique(bars.symbols, return_inverse=True)
     total = np.zeros_like(own)
-    for name in names:
-        mine = bars.symbols == name
-        joined = as_of(bars.times_ns[mine], own[mine], bars.times_ns)  # [N, 2 W]
-        joined[mine] = 0.0  # a row's own symbol is not one of the others
-        total += joined
-    others = total / (len(names) - 1)  # NaN while any other symbol is in its warm-up
-    out = []
+    fresh_count = np.zeros(len(own))
+    for code in range(len(names)):
+        mine = codes == code
+        joined, when = as_of(bars.times_ns[mine], own[mine], bars.times_ns)  # [N, 2 W]
+        # a row's own symbol is not one of the others; an old bar is not news
+        fresh = ~mine & (when >= bars.times_ns - bars.gap_ns)
+        total[fresh] += joined[fresh]
+        fresh_count += fresh
+    others = np.zeros_like(own)  # 0 where no other symbol is fresh
+    seen = fresh_count > 0
+    others[seen] = total[seen] / fresh_count[seen, None]  # NaN while one is in its warm-up
+    columns = []
     for j in range(len(windows)):
         ret, vol = others[:, 2 * j], others[:, 2 * j + 1]
-        out += [ret, vol, own[:, 2 * j] - ret]
-    return np.column_stack(out)
+        columns += [ret, vol, own[:, 2 * j] - ret]
+    write_columns(out, [*columns, fresh_count / (len(names) - 1)])
 
 
 GROUP = Group(
     name="cross",
-    summary="other symbols' returns and volatility (as-of) and relative strength",
+    summary="other symbols' returns and volatility (as-of, fresh ones only), relative strength",
     windows=(1, 12, 48, 276),
     columns=columns,
     compute=compute,

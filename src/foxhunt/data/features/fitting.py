@@ -15,6 +15,7 @@ from foxhunt.data.features.bars import SESSION_GAP_FACTOR
 from foxhunt.data.features.base import Features, log_returns
 from foxhunt.data.features.compute import minutes_of_day
 from foxhunt.data.features.instrument import describe
+from foxhunt.data.features.matrix import compact_columns
 from foxhunt.data.features.spec import FeatureSpec
 from foxhunt.errors import ConfigError, DataError
 
@@ -46,10 +47,18 @@ def fit_feature_state(
     train: np.ndarray,
     timezone: str,
     spacing_ns: int,
+    contract_column: str | None = None,
 ) -> FeatureSpec:
-    """`spec` with its state fitted on the rows where `train` is set (no state without groups)."""
+    """`spec` with its state fitted on the rows where `train` is set (no state without groups);
+    `contract_column` is the frame's contract column (None: it has none)."""
     if not spec.groups:
         return spec
+    if spec.reads_contracts and contract_column is None:
+        raise ConfigError(
+            "DataConfig.feature_groups: group 'expiry' reads each bar's contract and the bars "
+            "have no contract column; add one (contract or expiry, or --contract-column NAME) "
+            "or leave the group out"
+        )
     longest = int(np.bincount(series_codes).max())
     for column in spec.columns():
         if column.window is not None and column.window >= longest:
@@ -59,6 +68,8 @@ def fit_feature_state(
                 "shorter windows or more bars"
             )
     state = replace(spec, session_gap_ns=int(SESSION_GAP_FACTOR * spacing_ns))
+    if spec.reads_contracts:
+        state = replace(state, contract_column=contract_column)
     if any(g.fitted for g, _ in spec.observed_groups):
         times = pd.DatetimeIndex(frame["timestamp"])[train]
         profile = volume_profile(
@@ -90,14 +101,15 @@ def instrument_descriptors(
 def drop_inputs(
     spec: FeatureSpec, encoded: EncodedFrame, dropped: tuple[str, ...]
 ) -> tuple[FeatureSpec, EncodedFrame]:
-    """`spec` and `encoded` less the inputs `dropped`: the columns are taken out of the
-    computed matrix, the same values a recomputation with the new spec would give."""
+    """`spec` and `encoded` less the inputs `dropped`: the columns are squeezed out of the
+    computed matrix in place (`encoded`'s inputs are spent), the same values a recomputation
+    with the new spec would give."""
     names = (*spec.observed_names, *spec.known_names)
     keep = np.asarray([n not in dropped for n in names])
     narrow = replace(spec, dropped=(*spec.dropped, *dropped))
     before = encoded.features
     features = Features(
-        inputs=np.ascontiguousarray(before.inputs[:, keep]),
+        inputs=compact_columns(before.inputs, keep),
         num_observed=int(keep[: before.num_observed].sum()),
         returns=before.returns,
     )
@@ -106,15 +118,19 @@ def drop_inputs(
 
 def train_ranges(inputs: np.ndarray, train: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """[P] min and max of each column's finite values on the training rows (inf / -inf: no
-    finite value), a block of rows at a time (no copy of the training rows)."""
+    finite value), a block of rows at a time (no copy of the training rows). fmin / fmax skip
+    NaN; a column they find an infinity in (rare) is redone skipping those too."""
     low = np.full(inputs.shape[1], np.inf)
     high = np.full(inputs.shape[1], -np.inf)
     block = 1 << 16
     for start in range(0, len(inputs), block):
         rows = inputs[start : start + block][train[start : start + block]]
-        finite = np.isfinite(rows)
-        low = np.minimum(low, np.where(finite, rows, np.inf).min(axis=0, initial=np.inf))
-        high = np.maximum(high, np.where(finite, rows, -np.inf).max(axis=0, initial=-np.inf))
+        low = np.fmin(low, np.fmin.reduce(rows, axis=0, initial=np.inf))
+        high = np.fmax(high, np.fmax.reduce(rows, axis=0, initial=-np.inf))
+    for j in np.flatnonzero(np.isinf(low) | np.isinf(high)):
+        column = inputs[:, j][train]
+        finite = column[np.isfinite(column)]
+        low[j], high[j] = (finite.min(), finite.max()) if len(finite) else (np.inf, -np.inf)
     return low, high
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 
 if TYPE_CHECKING:
     from foxhunt.data.features.bars import Bars
@@ -24,19 +25,38 @@ class Column:
 
 
 @dataclass(frozen=True)
+class KnownRows:
+    """What a known group may read of any rows, past or future: their local times and, with
+    a contract column, each row's contract (a forecast bar's: its anchor's)."""
+
+    local: pd.DatetimeIndex
+    contracts: np.ndarray | None = None  # [N] contract names; None: no contract column
+
+
+#: an observed group's compute: its inputs written into `out`
+Fill = Callable[["Bars", tuple[int, ...], np.ndarray], None]
+#: a known group's compute: [N, k] inputs of the rows
+Clock = Callable[[KnownRows, tuple[int, ...]], np.ndarray]
+
+
+@dataclass(frozen=True)
 class Group:
-    """A feature group: `compute(bars, windows)` -> [N, len(columns(windows))] float64."""
+    """A feature group. An observed group's `compute(bars, windows, out)` writes its inputs
+    into `out`, the [N, len(columns(windows))] float32 view of the input matrix that they
+    take (no [N, k] float64 copy of its own); a known group's `compute(local_times, windows)`
+    returns them [N, k] (clock.py, expiry.py)."""
 
     name: str
     summary: str
     windows: tuple[int, ...]  # the default windows (bars); () = the group takes none
     columns: Callable[[tuple[int, ...]], list[Column]]
-    compute: Callable[[Bars, tuple[int, ...]], np.ndarray]
+    compute: Fill | Clock
     min_window: int = 1
     known: bool = False  # known in advance (computed from the time alone)
     fitted: bool = False  # needs state fitted on the training rows
     cross: bool = False  # needs several symbols
     static: bool = False  # one value per symbol (a static input), fitted on the training rows
+    contract: bool = False  # reads the contract column (a known group's KnownRows.contracts)
 
 
 def windowed(

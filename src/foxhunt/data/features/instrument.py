@@ -54,6 +54,6 @@ GROUP = Group(
     summary="static descriptors per symbol: tick, price level, dollar volume, volatility",
     windows=(),
     columns=lambda w: [Column(n, "instrument", None, "fitted on train") for n in NAMES],
-    compute=lambda bars, w: np.empty((len(bars.close), 0)),
+    compute=lambda bars, w, out: None,  # no per-row inputs: static_table
     static=True,
 )

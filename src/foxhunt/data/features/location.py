@@ -18,6 +18,7 @@ from foxhunt.data.features.bars import (
     previous_session_close,
     session_cumulative,
     session_first_row,
+    write_columns,
 )
 from foxhunt.data.features.group import Column, Group, windowed
 
@@ -31,7 +32,7 @@ def columns(windows: tuple[int, ...]) -> list[Column]:
     return [*first, *prev, *windowed("location", stems, lambda w: 0)(windows)]
 
 
-def compute(bars: Bars, windows: tuple[int, ...]) -> np.ndarray:
+def compute(bars: Bars, windows: tuple[int, ...], out: np.ndarray) -> None:
     c, session = bars.log_close, bars.session
     weight = bars.volume + 1.0  # zero-volume bars after a reopen still have a price
     typical = (bars.high + bars.low + bars.close) / 3
@@ -42,15 +43,15 @@ def compute(bars: Bars, windows: tuple[int, ...]) -> np.ndarray:
     low = session_cumulative(bars.low, session, "cummin")
     prev = np.log(previous_session_close(bars))
     first = session_first_row(session)
-    out = [c - np.log(vwap), c - np.log(high), c - np.log(low), c - prev]
-    out.append(np.log(bars.open[first]) - prev)
+    columns = [c - np.log(vwap), c - np.log(high), c - np.log(low), c - prev]
+    columns.append(np.log(bars.open[first]) - prev)
     position = np.arange(len(c)) - first  # bars since the session's first
     for k in windows:
         inside = position < k  # the opening range is still forming
         or_high = session_cumulative(np.where(inside, bars.high, -np.inf), session, "cummax")
         or_low = session_cumulative(np.where(inside, bars.low, np.inf), session, "cummin")
-        out += [c - np.log(or_high), c - np.log(or_low), np.log(or_high / or_low)]
-    return np.column_stack(out)
+        columns += [c - np.log(or_high), c - np.log(or_low), np.log(or_high / or_low)]
+    write_columns(out, columns)
 
 
 GROUP = Group(

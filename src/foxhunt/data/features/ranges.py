@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from foxhunt.data.features.bars import Bars, per_series, rolling, rolling_var, root
+from foxhunt.data.features.bars import Bars, Rolling, per_series, root, variance
 from foxhunt.data.features.group import Column, Group, windowed
 
 _STEMS = ("parkinson", "gk", "rs", "yz")
@@ -23,27 +23,30 @@ def columns(windows: tuple[int, ...]) -> list[Column]:
     return windowed("ranges", _STEMS)(windows)
 
 
-def compute(bars: Bars, windows: tuple[int, ...]) -> np.ndarray:
+def compute(bars: Bars, windows: tuple[int, ...], out: np.ndarray) -> None:
     o, h, lo, c = (np.log(x) for x in (bars.open, bars.high, bars.low, bars.close))
     spread = (h - lo) ** 2
-    body = (c - o) ** 2
+    gk_bar = 0.5 * spread - (2 * np.log(2) - 1) * (c - o) ** 2
     rs_bar = (h - c) * (h - o) + (lo - c) * (lo - o)
 
-    def one(rows: slice) -> np.ndarray:
+    def one(rows: slice) -> list[np.ndarray]:
         overnight = o[rows] - np.concatenate([[np.nan], c[rows][:-1]])
-        out = []
+        body = c[rows] - o[rows]
+        bar, gk_sums, rs_sums = (Rolling(x[rows]) for x in (spread, gk_bar, rs_bar))
+        gaps, gap_squares = Rolling(overnight), Rolling(overnight * overnight)
+        bodies, body_squares = Rolling(body), Rolling(body * body)
+        columns = []
         for w in windows:
-            parkinson = rolling(spread[rows], w, "mean") / (4 * np.log(2))
-            gk = rolling(0.5 * spread[rows] - (2 * np.log(2) - 1) * body[rows], w, "mean")
-            rs = rolling(rs_bar[rows], w, "mean")
+            parkinson = bar.mean(w) / (4 * np.log(2))
+            gk, rs = gk_sums.mean(w), rs_sums.mean(w)
             k = 0.34 / (1.34 + (w + 1) / (w - 1))
-            yz = rolling_var(overnight, w) + k * rolling_var(c[rows] - o[rows], w)
+            yz = variance(gaps, gap_squares, w) + k * variance(bodies, body_squares, w)
             yz = yz + (1 - k) * rs
             parkinson[:w] = gk[:w] = rs[:w] = np.nan  # the warm-up of yz, for all four
-            out += [root(x) for x in (parkinson, gk, rs, yz)]
-        return np.column_stack(out)
+            columns += [root(x) for x in (parkinson, gk, rs, yz)]
+        return columns
 
-    return per_series(bars, len(_STEMS) * len(windows), one)
+    per_series(bars, out, one)
 
 
 GROUP = Group(

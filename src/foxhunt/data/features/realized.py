@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from foxhunt.data.features.bars import Bars, per_series, rolling, root, safe_divide
+from foxhunt.data.features.bars import Bars, Rolling, per_series, root, safe_divide
 from foxhunt.data.features.group import Column, Group, windowed
 
 _STEMS = ("rv", "bv", "rs_up", "rs_down", "jump")
@@ -26,23 +26,23 @@ def columns(windows: tuple[int, ...]) -> list[Column]:
     ]
 
 
-def compute(bars: Bars, windows: tuple[int, ...]) -> np.ndarray:
-    def one(rows: slice) -> np.ndarray:
+def compute(bars: Bars, windows: tuple[int, ...], out: np.ndarray) -> None:
+    def one(rows: slice) -> list[np.ndarray]:
         r = bars.returns[rows]
         square = r * r
         pairs = np.abs(r) * np.abs(np.concatenate([[np.nan], r[:-1]]))
         up, down = np.where(r > 0, square, 0.0), np.where(r < 0, square, 0.0)
         up[np.isnan(r)] = down[np.isnan(r)] = np.nan
-        out = []
+        sums = [Rolling(x) for x in (square, pairs, up, down)]
+        columns = []
         for w in windows:
-            rv = rolling(square, w, "mean")
-            bv = np.pi / 2 * rolling(pairs, w, "mean")
+            rv = sums[0].mean(w)
+            bv = np.pi / 2 * sums[1].mean(w)
             jump = np.maximum(1.0 - safe_divide(bv, rv, 1.0), 0.0)
-            semi = (rolling(up, w, "mean"), rolling(down, w, "mean"))
-            out += [root(rv), root(bv), root(semi[0]), root(semi[1]), jump]
-        return np.column_stack(out)
+            columns += [root(rv), root(bv), root(sums[2].mean(w)), root(sums[3].mean(w)), jump]
+        return columns
 
-    return per_series(bars, len(_STEMS) * len(windows), one)
+    per_series(bars, out, one)
 
 
 GROUP = Group(

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from foxhunt.data.features.activity import GROUP as ACTIVITY
 from foxhunt.data.features.clock import CYCLES
 from foxhunt.data.features.cross import GROUP as CROSS
+from foxhunt.data.features.expiry import GROUP as EXPIRY
 from foxhunt.data.features.group import Group
 from foxhunt.data.features.instrument import GROUP as INSTRUMENT
 from foxhunt.data.features.location import GROUP as LOCATION
@@ -31,6 +32,7 @@ GROUPS: dict[str, Group] = {
         SHAPE,
         CROSS,
         CYCLES,
+        EXPIRY,
         INSTRUMENT,
     )
 }

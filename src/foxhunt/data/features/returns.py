@@ -19,19 +19,20 @@ def columns(windows: tuple[int, ...]) -> list[Column]:
     ]
 
 
-def compute(bars: Bars, windows: tuple[int, ...]) -> np.ndarray:
+def compute(bars: Bars, windows: tuple[int, ...], out: np.ndarray) -> None:
     log_close = bars.log_close
 
-    def one(rows: slice) -> np.ndarray:
+    def one(rows: slice) -> list[np.ndarray]:
         x = log_close[rows]
-        out = np.full((len(x), len(windows)), np.nan)
-        for j, h in enumerate(windows):
-            out[h:, j] = x[h:] - x[:-h]
-        return out
+        columns = []
+        for h in windows:
+            ret = np.full(len(x), np.nan)
+            ret[h:] = x[h:] - x[:-h]
+            columns.append(ret)
+        return columns
 
-    horizons = per_series(bars, len(windows), one)
-    since_open = log_close - np.log(bars.open[session_first_row(bars.session)])
-    return np.column_stack([horizons, since_open])
+    per_series(bars, out[:, : len(windows)], one)
+    out[:, len(windows)] = log_close - np.log(bars.open[session_first_row(bars.session)])
 
 
 GROUP = Group(

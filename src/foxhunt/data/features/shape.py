@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from foxhunt.data.features.bars import Bars, per_series, rolling, safe_divide
+from foxhunt.data.features.bars import Bars, Rolling, per_series, rolling, safe_divide
 from foxhunt.data.features.group import Column, Group, windowed
 
 _STEMS = ("skew", "kurt", "drawdown", "drawup")
@@ -20,24 +20,25 @@ def columns(windows: tuple[int, ...]) -> list[Column]:
     return windowed("shape", _STEMS)(windows)
 
 
-def compute(bars: Bars, windows: tuple[int, ...]) -> np.ndarray:
+def compute(bars: Bars, windows: tuple[int, ...], out: np.ndarray) -> None:
     log_close = bars.log_close
 
-    def one(rows: slice) -> np.ndarray:
+    def one(rows: slice) -> list[np.ndarray]:
         r, c = bars.returns[rows], log_close[rows]
         square = r * r
-        powers = (square, square * r, square * square)  # r**p with an integer p is slower
-        out = []
+        # r**p with an integer p is slower
+        powers = [Rolling(p) for p in (square, square * r, square * square)]
+        columns = []
         for w in windows:
-            s2, s3, s4 = (rolling(p, w, "sum") for p in powers)
+            s2, s3, s4 = (p.sum(w) for p in powers)
             s2 = np.maximum(s2, 0.0)  # a hair below 0 after rounding would make s2**1.5 NaN
             high, low = rolling(c, w, "max"), rolling(c, w, "min")
             high[:w] = low[:w] = np.nan  # the same warm-up as the return-based ones
-            out += [np.sqrt(w) * safe_divide(s3, s2**1.5), w * safe_divide(s4, s2 * s2)]
-            out += [c - high, c - low]
-        return np.column_stack(out)
+            columns += [np.sqrt(w) * safe_divide(s3, s2**1.5), w * safe_divide(s4, s2 * s2)]
+            columns += [c - high, c - low]
+        return columns
 
-    return per_series(bars, len(_STEMS) * len(windows), one)
+    per_series(bars, out, one)
 
 
 GROUP = Group(

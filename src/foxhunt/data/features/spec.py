@@ -37,6 +37,13 @@ class FeatureSpec:
     dropped: tuple[str, ...] = ()
     #: fitted on the training rows: each symbol's static descriptors (group "instrument")
     instrument: tuple[tuple[str, tuple[float, ...]], ...] = ()
+    #: the contract column the groups that read one take it from (group "expiry"); None: none
+    contract_column: str | None = None
+
+    @property
+    def reads_contracts(self) -> bool:
+        """A chosen group reads the contract column."""
+        return any(GROUPS[name].contract for name, _ in self.groups)
 
     def _groups(self, known: bool) -> list[tuple[Group, tuple[int, ...]]]:
         chosen = [(GROUPS[name], windows) for name, windows in self.groups]
@@ -112,6 +119,7 @@ class FeatureSpec:
             out["volume_profile"] = {s: list(v) for s, v in self.volume_profile}
             out["dropped"] = list(self.dropped)
             out["instrument"] = {s: list(v) for s, v in self.instrument}
+            out["contract_column"] = self.contract_column
         return out
 
     @classmethod
@@ -133,4 +141,5 @@ class FeatureSpec:
                 (str(s), tuple(float(x) for x in v))
                 for s, v in (data.get("instrument") or {}).items()
             ),
+            contract_column=data.get("contract_column"),  # absent before group "expiry"
         )

@@ -20,24 +20,24 @@ def columns(windows: tuple[int, ...]) -> list[Column]:
     return windowed("trend", _STEMS, lambda s: s + 1)(windows)
 
 
-def compute(bars: Bars, windows: tuple[int, ...]) -> np.ndarray:
+def compute(bars: Bars, windows: tuple[int, ...], out: np.ndarray) -> None:
     log_close = bars.log_close
 
-    def one(rows: slice) -> np.ndarray:
+    def one(rows: slice) -> list[np.ndarray]:
         c, r = log_close[rows], bars.returns[rows]
         gains, losses = np.where(r > 0, r, 0.0), np.where(r < 0, -r, 0.0)
         gains[np.isnan(r)] = losses[np.isnan(r)] = np.nan
-        out = []
+        columns = []
         for s in windows:
             ema = np.log(ewm_mean(bars.close[rows], span=s))
             g, loss = ewm_mean(gains, alpha=1 / s), ewm_mean(losses, alpha=1 / s)
             rsi = 100 * safe_divide(g, g + loss, 0.5) - 50
             z = safe_divide(c - rolling(c, s, "mean"), rolling(c, s, "std"))
             ema[: s + 1] = rsi[: s + 1] = z[: s + 1] = np.nan  # one warm-up for all three
-            out += [c - ema, rsi, z]
-        return np.column_stack(out)
+            columns += [c - ema, rsi, z]
+        return columns
 
-    return per_series(bars, len(_STEMS) * len(windows), one)
+    per_series(bars, out, one)
 
 
 GROUP = Group(
