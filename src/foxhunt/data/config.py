@@ -9,7 +9,16 @@ from typing import Any
 
 import pandas as pd
 
-from foxhunt.config_fields import check_known_fields, with_legacy_values
+from foxhunt.config_fields import (
+    FRACTION,
+    SEED,
+    Range,
+    check_known_fields,
+    check_ranges,
+    saved_as,
+    setting,
+    with_legacy_values,
+)
 from foxhunt.data.calendar_setting import parse_calendar
 from foxhunt.data.features.registry import parse_groups
 from foxhunt.data.timesplit import TimeSplit
@@ -76,6 +85,7 @@ def parse_bound(value: str | None, timezone: str | None, name: str) -> pd.Timest
     return stamp
 
 
+@saved_as("data")
 @dataclass(frozen=True, kw_only=True)
 class DataConfig:
     """Where the bars come from, how windows are cut and how time is split.
@@ -155,27 +165,28 @@ class DataConfig:
     start: str | None = None
     end: str | None = None
     symbols: tuple[str, ...] = ()
-    contract_column: str | None = "auto"
+    contract_column: str | None = setting("auto", legacy=None)  # contract columns were ignored
     roll_adjust: str | None = None
     timezone: str | None = None
     timestamp_column: str | None = None
     symbol_column: str = "symbol"
-    lookback: int = 64
-    horizon: int = 8
+    lookback: int = setting(64, range=Range(1, 100_000))
+    horizon: int = setting(8, range=Range(1, 10_000))
     max_gap: str | None = "auto"
-    calendar: str = "auto"
-    cross_breaks: bool = False
-    val_fraction: float = 0.15
-    test_fraction: float = 0.15
+    calendar: str = setting("auto", legacy="none")
+    cross_breaks: bool = setting(False, legacy=False)
+    val_fraction: float = setting(0.15, range=FRACTION)
+    test_fraction: float = setting(0.15, range=FRACTION)
     split: TimeSplit | None = None
     observed_columns: tuple[str, ...] = ()
     known_columns: tuple[str, ...] = ()
     volatility_windows: tuple[int, ...] = (12, 48)
-    feature_groups: tuple[str, ...] = ()
-    baseline_window: int = 64
-    fast_window: int = 16
-    synthetic_days: int = 60
-    synthetic_seed: int = 0
+    # runs saved before the feature library: today's inputs only (as JSON holds it)
+    feature_groups: tuple[str, ...] = setting((), legacy=[])
+    baseline_window: int = setting(64, range=Range(2, 100_000))
+    fast_window: int = setting(16, range=Range(0, 100_000), legacy=0)
+    synthetic_days: int = setting(60, range=Range(1, 10_000))
+    synthetic_seed: int = setting(0, range=SEED)
     synthetic_symbols: tuple[str, ...] = ("ES",)
 
     def __post_init__(self) -> None:
@@ -236,6 +247,7 @@ class DataConfig:
         if any(not _is_int(w) or w < 2 for w in windows) or len(set(windows)) != len(windows):
             raise _fail("volatility_windows", windows, "use distinct integers >= 2, e.g. (12, 48)")
         parse_groups(self.feature_groups)  # ConfigError naming the field and the entry
+        check_ranges(self, "DataConfig")  # the upper bounds the checks above leave
 
     def _check_names(self) -> None:
         if self.timezone is not None:
