@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from foxhunt.bench.presets import PRESETS
-from foxhunt.cli.generated import Section, arguments
-from foxhunt.cli.resolve import Command, add_command, parsed
+from foxhunt.cli.generated import Section
+from foxhunt.cli.resolve import Command, add_command, generated_command, parsed
 from foxhunt.config_fields import POSITIVE, Range, setting
 from foxhunt.errors import ConfigError
 
@@ -70,12 +70,11 @@ def command() -> Command:
         Section("training", TrainingConfig, only=("batch_size", "seed")),
         Section("", BenchOptions),
     )
-    return Command(
-        prog="foxhunt bench-memory",
-        description="For one model config and batch: plain training vs each checkpointed "
+    return generated_command(
+        "foxhunt bench-memory",
+        "For one model config and batch: plain training vs each checkpointed "
         "segment alone vs full checkpointing. Prints a table (or JSON with --json).",
-        sections=sections,
-        args=tuple(arguments(sections, {"--help", "--preset", "--config", "--print-config"})),
+        sections,
         presets=preset,
         default_preset="cpu-reference",
         configs=True,
@@ -103,8 +102,6 @@ def run(line: argparse.Namespace) -> int:
     if args is None:  # --print-config printed it
         return 0
     # imported once the line is parsed: --help needs none of them
-    import torch
-
     from foxhunt.bench.accuracy import check_predictions, format_checks
     from foxhunt.bench.memory import run_benchmark
     from foxhunt.bench.table import format_table
@@ -114,16 +111,7 @@ def run(line: argparse.Namespace) -> int:
     batch_size = args.training.batch_size
     modes = check_modes(args.modes)
     cfg, batch = model_config(args)
-    device = resolve_device(args.device)
-    if args.memory_limit_gb is not None and device.type != "cuda":
-        log.warning(
-            "--memory-limit-gb %g is ignored on %s: only the CUDA allocator can be capped; "
-            "compare the measured peaks with the limit instead",
-            args.memory_limit_gb,
-            device,
-        )
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
+    device = measuring_device(args)
     seed = args.training.seed
     if args.predictions:
         if device.type != "cpu":
@@ -155,6 +143,23 @@ def run(line: argparse.Namespace) -> int:
     if args.json != "-":
         print(format_table(report))
     return 0
+
+
+def measuring_device(args: Any) -> torch.device:
+    """The device measured on, with --threads applied (a cap only CUDA takes is said)."""
+    import torch
+
+    device = resolve_device(args.device)
+    if args.memory_limit_gb is not None and device.type != "cuda":
+        log.warning(
+            "--memory-limit-gb %g is ignored on %s: only the CUDA allocator can be capped; "
+            "compare the measured peaks with the limit instead",
+            args.memory_limit_gb,
+            device,
+        )
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    return device
 
 
 def check_json(args: Any) -> Path | None:

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from foxhunt.cli.common import READ_FIELDS, data_section, read_frame
-from foxhunt.cli.generated import Section, arguments
-from foxhunt.cli.resolve import Command, add_command, resolve
+from foxhunt.cli.generated import Section
+from foxhunt.cli.resolve import Command, add_command, generated_command, resolve
 from foxhunt.config_fields import setting
 from foxhunt.errors import ConfigError
 
@@ -33,11 +33,10 @@ class EvaluateOptions:
 
 def command() -> Command:
     sections = (data_section(*READ_FIELDS), Section("", EvaluateOptions))
-    return Command(
-        prog="foxhunt evaluate",
-        description="Metrics of a trained run on every window of a file, with baselines.",
-        sections=sections,
-        args=tuple(arguments(sections, {"--help"})),
+    return generated_command(
+        "foxhunt evaluate",
+        "Metrics of a trained run on every window of a file, with baselines.",
+        sections,
         required=("run_dir", "data.path"),
     )
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from foxhunt.cli.generated import Section, arguments
-from foxhunt.cli.resolve import Command, add_command, resolve
+from foxhunt.cli.generated import Section
+from foxhunt.cli.resolve import Command, add_command, generated_command, resolve
 from foxhunt.config_fields import Range, setting
 
 
@@ -42,12 +42,11 @@ class ExportOptions:
 
 def command() -> Command:
     sections = (Section("", ExportOptions),)
-    return Command(
-        prog="foxhunt export",
-        description="Write an int8 or ONNX export of RUN_DIR: pass the export folder to "
+    return generated_command(
+        "foxhunt export",
+        "Write an int8 or ONNX export of RUN_DIR: pass the export folder to "
         "`foxhunt predict` / `foxhunt evaluate` in place of the run folder.",
-        sections=sections,
-        args=tuple(arguments(sections, {"--help"})),
+        sections,
         required=("run_dir",),
     )
 

@@ -16,6 +16,7 @@ import functools
 import typing
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -118,6 +119,18 @@ def tuple_item(hint: Any) -> Any:
     return None
 
 
+def is_path(hint: Any) -> bool:
+    return hint is Path or Path in typing.get_args(hint)
+
+
+def parser_type(hint: Any) -> Any:
+    """The type the parser reads a field as: a path as text (jsonargparse's ``Path`` refuses
+    a file name that is not UTF-8; ``resolve`` makes it a ``Path`` again)."""
+    if is_path(hint):
+        return str | None if is_optional(hint) else str
+    return hint
+
+
 def flat_name(s: Section, f: dataclasses.Field[Any]) -> str:
     return f"--{s.prefix}{f.name.replace('_', '-')}"
 
@@ -164,7 +177,7 @@ def add_arguments(parser: Any, sections: Sequence[Section], args: Sequence[Arg])
             group.add_argument(
                 *arg.flags,
                 dest=arg.key,
-                type=arg.hint,
+                type=parser_type(arg.hint),
                 default=arg.default,
                 help=docs.get(f.name, ""),
                 metavar=arg.name if arg.positional else None,

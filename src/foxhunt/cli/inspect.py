@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from foxhunt.cli.common import data_section
-from foxhunt.cli.generated import Section, arguments
-from foxhunt.cli.resolve import Command, add_command, resolve
+from foxhunt.cli.generated import Section
+from foxhunt.cli.resolve import Command, add_command, generated_command, resolve
 from foxhunt.config_fields import setting
 from foxhunt.errors import ConfigError
 
@@ -42,13 +42,12 @@ def command() -> Command:
     from foxhunt.cli.presets import preset
 
     sections = (data_section(*FIELDS, "feature_groups"), Section("", InspectOptions))
-    return Command(
-        prog="foxhunt inspect",
-        description="Summarize a bars file before training on it: sessions, gaps, windows "
+    return generated_command(
+        "foxhunt inspect",
+        "Summarize a bars file before training on it: sessions, gaps, windows "
         "(docs/calendars.md); --features lists every model input. --preset NAME takes a "
         "train preset's windows and feature groups.",
-        sections=sections,
-        args=tuple(arguments(sections, {"--help", "--preset"})),
+        sections,
         presets=preset,
         required=("file",),
     )

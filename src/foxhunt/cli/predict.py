@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from foxhunt.cli.common import READ_FIELDS, data_section, read_frame
-from foxhunt.cli.generated import Section, arguments
-from foxhunt.cli.resolve import Command, add_command, resolve
+from foxhunt.cli.generated import Section
+from foxhunt.cli.resolve import Command, add_command, generated_command, resolve
 from foxhunt.config_fields import setting
 
 if TYPE_CHECKING:  # the forecast's modules are imported where used: --help needs none
@@ -37,11 +37,10 @@ class PredictOptions:
 
 def command() -> Command:
     sections = (data_section(*READ_FIELDS), Section("", PredictOptions))
-    return Command(
-        prog="foxhunt predict",
-        description="Forecast the next bars after the latest window of a file.",
-        sections=sections,
-        args=tuple(arguments(sections, {"--help"})),
+    return generated_command(
+        "foxhunt predict",
+        "Forecast the next bars after the latest window of a file.",
+        sections,
         required=("run_dir", "data.path"),
     )
 

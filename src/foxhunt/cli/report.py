@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from foxhunt.cli.common import data_section
-from foxhunt.cli.generated import Section, arguments
-from foxhunt.cli.resolve import Command, add_command, resolve
+from foxhunt.cli.generated import Section
+from foxhunt.cli.resolve import Command, add_command, generated_command, resolve
 from foxhunt.config_fields import setting
 
 
@@ -27,12 +27,11 @@ class ReportOptions:
 def command() -> Command:
     # data.path: the run's bars, if they moved since training
     sections = (data_section("path"), Section("", ReportOptions))
-    return Command(
-        prog="foxhunt report",
-        description="Write RUN_DIR/report/report.html and its PNGs; --parquet-file FILE: the "
+    return generated_command(
+        "foxhunt report",
+        "Write RUN_DIR/report/report.html and its PNGs; --parquet-file FILE: the "
         "run's bars, if they moved since training.",
-        sections=sections,
-        args=tuple(arguments(sections, {"--help"})),
+        sections,
         required=("run_dir",),
     )
 

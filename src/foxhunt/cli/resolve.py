@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from foxhunt.cli.checks import check_numbers, explain
-from foxhunt.cli.generated import Arg, Section
+from foxhunt.cli.generated import Arg, Section, is_path
 from foxhunt.cli.presets import PRESETS
 from foxhunt.cli.spellings import Spelling, normalize
 from foxhunt.errors import UsageError
@@ -45,7 +45,7 @@ class Command:
     presets: Callable[[str], dict[str, Any]] | None = None
     default_preset: str | None = None
     #: whether ``--config FILE`` and ``--print-config`` are offered (a command that runs a
-    #: config: train, backtest, tune, inspect, bench-memory)
+    #: config: train, backtest, tune, bench-memory)
     configs: bool = False
     extra: Callable[[Any], None] = no_extra  # hand-written arguments (today: --model-class)
     #: an excluded field's key -> why a value a config file gives it is refused (None: the
@@ -63,6 +63,18 @@ class Command:
         sources += " [--config FILE ...]" if self.configs else ""
         shown = " [--print-config]" if self.configs else ""
         return f"{self.prog} {places}{sources} [--FLAG VALUE ...]{shown}".replace("  ", " ")
+
+
+def generated_command(
+    prog: str, description: str, sections: tuple[Section, ...], **options: Any
+) -> Command:
+    """A `Command` whose arguments are the fields of ``sections`` (``options``: the rest of
+    `Command`'s fields); `--help` and the config sources keep their own names."""
+    from foxhunt.cli.generated import arguments
+
+    taken = {"--help", "--config", "--preset", "--print-config"}
+    args = tuple(arguments(sections, taken))
+    return Command(prog=prog, description=description, sections=sections, args=args, **options)
 
 
 def build(command: Command) -> Any:
@@ -188,6 +200,9 @@ def resolve(command: Command, argv: Sequence[str]) -> tuple[Any, Any, bool]:
     except argparse.ArgumentError as exc:
         raise UsageError(explain(str(exc), command.args)) from None
     check_numbers(flat(cfg), command.args, command.spellings)
+    for arg in command.args:  # read as text (generated.parser_type)
+        if is_path(arg.hint) and cfg.get(arg.key) is not None:
+            cfg[arg.key] = Path(cfg[arg.key])
     if not show:
         check_required(cfg, command)
     if command.presets is not None:
@@ -247,6 +262,9 @@ def dump(parser: Any, cfg: Any) -> str:
     out = cfg.clone()
     for key in ("config", "preset", "print_config"):
         out.pop(key, None)
+    for key, value in out.items():
+        if isinstance(value, Path):  # the parser reads a path as text (generated.parser_type)
+            out[key] = str(value)
     return str(parser.dump(out, skip_unset=False))
 
 
