@@ -1,12 +1,105 @@
-"""Shared by the config dataclasses: reading one back from JSON refuses fields it lacks."""
+"""Shared by the config dataclasses: what a field knows beyond its type and default.
+
+A field declared with ``setting(default, range=..., legacy=...)`` carries its numeric range
+(checked by the command line, which names the flag, and by ``check_ranges`` in the class's
+``__post_init__``) and the value that reproduces runs saved before the field existed. So a
+new field is one definition (plus its line in the class docstring): the flag, its bound
+check, its help and its legacy value all come from it (docs/configuration.md).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import fields
-from typing import Any
+import dataclasses
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
 
 from foxhunt.errors import ConfigError
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Range:
+    """The values a number may take: [low, high], each end open or closed."""
+
+    low: float
+    high: float = math.inf
+    low_open: bool = False  # True: the value must be > low
+    high_open: bool = False  # True: the value must be < high
+
+    def describe(self) -> str:
+        low = f"> {self.low:g}" if self.low_open else f">= {self.low:g}"
+        if math.isinf(self.high):
+            return low
+        high = f"< {self.high:g}" if self.high_open else f"<= {self.high:g}"
+        return f"{low} and {high}"
+
+    def holds(self, value: float) -> bool:
+        above = value > self.low if self.low_open else value >= self.low
+        below = value < self.high if self.high_open else value <= self.high
+        return above and below
+
+
+#: A share of something, in [0, 1).
+FRACTION = Range(0, 1, high_open=True)
+#: A seed: any non-negative 64-bit integer.
+SEED = Range(0, 2**63 - 1)
+#: Positive, excluding 0 (a rate, a timeout).
+POSITIVE = Range(0, low_open=True)
+
+
+def setting(
+    default: Any = dataclasses.MISSING,
+    *,
+    default_factory: Callable[[], Any] | Any = dataclasses.MISSING,
+    range: Range | None = None,
+    legacy: Any = dataclasses.MISSING,
+    positional: bool = False,
+    bare: str | None = None,
+) -> Any:
+    """A dataclass field with what the command line and the run readers need to know:
+    ``range`` for a number (upper bounds keep a typo, an extra zero or three, from turning
+    into an hours-long hang); ``legacy``, the value a saved run without the field was made
+    with (a config.json or checkpoint that lacks it reads as this, never today's default);
+    ``positional``: also given as the command's bare argument (``predict RUN_DIR``);
+    ``bare``: the value of the flag given without one (``--json`` = "-", stdout)."""
+    metadata: dict[str, Any] = {}
+    if range is not None:
+        metadata["range"] = range
+    if legacy is not dataclasses.MISSING:
+        metadata["legacy"] = legacy
+    if positional:
+        metadata["positional"] = True
+    if bare is not None:
+        metadata["bare"] = bare
+    return dataclasses.field(default=default, default_factory=default_factory, metadata=metadata)
+
+
+def field_range(f: dataclasses.Field[Any], kind: type) -> Range:
+    """The field's range; without one, ints >= 1 and floats >= 0 (or down to the default)."""
+    if "range" in f.metadata:
+        found: Range = f.metadata["range"]
+        return found
+    low: float = 1 if kind is int else 0
+    if isinstance(f.default, int | float) and not isinstance(f.default, bool):
+        low = min(low, f.default)
+    return Range(low)
+
+
+def check_ranges(config: Any, what: str) -> None:
+    """ConfigError naming the first number of ``config`` outside its field's ``range``
+    (``what``: how messages name the class, "DataConfig" -> "DataConfig.lookback=0: ...")."""
+    for f in fields(config):
+        bounds = f.metadata.get("range")
+        value = getattr(config, f.name)
+        if bounds is None or value is None or isinstance(value, bool):
+            continue
+        if not isinstance(value, int | float):
+            raise ConfigError(f"{what}.{f.name}={value!r}: must be a number")
+        if not math.isfinite(value) or not bounds.holds(value):
+            raise ConfigError(f"{what}.{f.name}={value!r}: must be {bounds.describe()}")
 
 
 def check_known_fields(cls: Any, data: Mapping[str, Any], what: str) -> None:
@@ -17,32 +110,30 @@ def check_known_fields(cls: Any, data: Mapping[str, Any], what: str) -> None:
         raise ConfigError(f"unknown {what} fields {unknown}; valid: {sorted(known)}")
 
 
-#: Fields added after runs were first saved, with the value that reproduces how such a run
-#: was trained: a config.json or checkpoint without the field reads as this value, never as
-#: today's default (a run saved before the fast volatility signal had none).
-LEGACY_VALUES: dict[str, dict[str, Any]] = {
-    "data": {
-        "fast_window": 0,
-        "calendar": "none",
-        "cross_breaks": False,
-        "contract_column": None,  # contract columns were ignored
-        "feature_groups": [],  # today's inputs only, as before the feature library (as JSON holds it)
-        "base": "realized_vol",  # the rolling base, the only one before DataConfig.base
-    },
-    "model": {"output": "direct", "learn_spread": False, "vol_signals": 0, "sort_quantiles": False},
-    "training": {
-        "validate_initial": False,
-        "calibrate": False,
-        "initial_confidence": 0.0,
-        "lr_schedule": "constant",
-        "warmup_steps": None,
-        "warmup_fraction": 0.05,
-        "min_lr": 0.0,
-        "threads": 0,  # runs took torch's default count; it never changes a run's results
-    },
-}
+#: the config.json section of each class with legacy values, filled by ``saved_as``
+SECTIONS: dict[str, type] = {}
+
+
+def saved_as(section: str) -> Callable[[type[T]], type[T]]:
+    """Class decorator: ``cls`` is config.json's ``section`` (``with_legacy_values`` reads
+    its fields' legacy values by that name, as the run readers and checkpoints know it)."""
+
+    def register(cls: type[T]) -> type[T]:
+        SECTIONS[section] = cls
+        return cls
+
+    return register
+
+
+def legacy_values(section: str) -> dict[str, Any]:
+    """Each field of ``section``'s class added after runs were first saved -> its value then
+    (as JSON holds it)."""
+    cls = SECTIONS.get(section)
+    if cls is None:
+        return {}
+    return {f.name: f.metadata["legacy"] for f in fields(cls) if "legacy" in f.metadata}
 
 
 def with_legacy_values(section: str, data: Mapping[str, Any]) -> dict[str, Any]:
-    """`data` with every field it lacks from LEGACY_VALUES[section] filled in."""
-    return {**LEGACY_VALUES.get(section, {}), **data}
+    """`data` with every field it lacks filled in from its class's legacy values."""
+    return {**legacy_values(section), **data}

@@ -3,39 +3,26 @@ out-of-range values with the flag's name, before anything runs."""
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import pytest
 
-from foxhunt.cli import build_parser
-from foxhunt.cli.backtest import backtest_command
-from foxhunt.cli.bounds import FLOAT_DEFAULT, INT_DEFAULT, RANGES
+from foxhunt.cli import commands
 from foxhunt.cli.generated import number_kind
-from foxhunt.cli.train_config import train_command
-from foxhunt.cli.tune import tune_command
+from foxhunt.config_fields import Range
 
 from .helpers import SMALL, refused
 
 
-def numeric_flags() -> list[tuple[str, str, bool]]:
-    """(subcommand, flag, is_int) for every int/float flag the CLI has, found, not listed."""
-    parser = build_parser()
+def numeric_flags() -> list[tuple[str, str, bool, Range]]:
+    """(subcommand, flag, is_int, range) for every int/float flag the CLI has, found from
+    the generated arguments (every subcommand's), not listed."""
     out = []
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for command, sub in action.choices.items():
-                for flag_action in sub._actions:
-                    kind = getattr(flag_action.type, "__name__", "")
-                    if kind in ("int", "float") and flag_action.option_strings:
-                        out.append(
-                            (command, max(flag_action.option_strings, key=len), kind == "int")
-                        )
-    generated_commands = [("train", train_command()), ("backtest", backtest_command())]
-    for command, generated in [*generated_commands, ("tune", tune_command())]:
-        for arg in generated.args:  # generated from the config fields, parsed by jsonargparse
+    for name, command in commands().items():
+        for arg in command.args:
             if (kind := number_kind(arg.hint)) is not None:
-                out.append((command, arg.flag, kind is int))
+                assert arg.range is not None, arg.key
+                out.append((name, arg.flag, kind is int, arg.range))
     return out
 
 
@@ -43,16 +30,17 @@ FLAGS = numeric_flags()
 
 
 def test_the_sweep_covers_the_known_numeric_flags() -> None:
-    names = {flag for _, flag, _ in FLAGS}
+    names = {flag for _, flag, _, _ in FLAGS}
     expected = {"--lr", "--grad-clip", "--checkpoint-every", "--batch-size", "--dist-timeout"}
     assert expected | {"--memory-limit-gb", "--leak-threshold-mb", "--resume-from"} <= names
+    assert {"--opset", "--steps", "--threads", "--heartbeat", "--lookback"} <= names
+    assert {name for name, _, _, _ in FLAGS} >= {"train", "bench-memory", "export", "inspect"}
 
 
-@pytest.mark.parametrize(("command", "flag", "is_int"), FLAGS)
+@pytest.mark.parametrize(("command", "flag", "is_int", "bounds"), FLAGS)
 def test_non_finite_and_out_of_range_values_are_refused(
-    command: str, flag: str, is_int: bool
+    command: str, flag: str, is_int: bool, bounds: Range
 ) -> None:
-    bounds = RANGES.get(flag, INT_DEFAULT if is_int else FLOAT_DEFAULT)
     values = ["nan", "inf", "-inf", "1e400"] if not is_int else ["1.5", "x"]
     values.append(str(bounds.low - 1))
     if bounds.low_open:

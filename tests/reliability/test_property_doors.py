@@ -24,7 +24,6 @@ from hypothesis import strategies as st
 import foxhunt.backtest.runner as runner
 import foxhunt.tune.study as study
 from foxhunt.cli.backtest import backtest_command
-from foxhunt.cli.bounds import FLOAT_DEFAULT, INT_DEFAULT, RANGES
 from foxhunt.cli.generated import Arg, number_kind
 from foxhunt.cli.tune import tune_command
 from foxhunt.data import generate_bars
@@ -60,7 +59,8 @@ def values_of(arg: Arg) -> st.SearchStrategy[str]:
     hostile = st.sampled_from(["nan", "inf", "-1", "0", "1e400", "x", "", "100000"])
     kind = number_kind(arg.hint)
     if kind is not None:
-        bounds = RANGES.get(arg.flag, INT_DEFAULT if kind is int else FLOAT_DEFAULT)
+        bounds = arg.range
+        assert bounds is not None
         good = [str(bounds.low), str(arg.default), str(bounds.low * 2 + 1)]
         if bounds.high != float("inf"):
             good.append(str(bounds.high))

@@ -118,8 +118,12 @@ def test_trainer_logs_its_threads_and_weights_agree_across_counts(
 
 
 def test_the_flag_is_generated_from_the_config() -> None:
-    from foxhunt.cli.train import parse
+    from foxhunt.cli.resolve import resolve
+    from foxhunt.cli.train_config import train_command
     from foxhunt.errors import UsageError
+
+    def parse(argv: list[str]) -> tuple:
+        return resolve(train_command(), argv)
 
     _, cfg, _ = parse(["--threads", "2"])
     assert cfg.training.threads == 2

@@ -1,4 +1,8 @@
-"""`foxhunt` command line: one module per subcommand, each with `register` and `run`."""
+"""`foxhunt` command line: one module per subcommand, each with `register` and `run`.
+
+Every subcommand's arguments are generated from config dataclasses (`cli/generated.py`): the
+top-level parser here knows only `--log-level` and the subcommands' names, and hands the rest
+of the line (`--help` too) to the subcommand's `run`, which parses it (`cli/resolve.py`)."""
 
 from __future__ import annotations
 
@@ -7,10 +11,12 @@ import logging
 import sys
 from collections.abc import Sequence
 from types import ModuleType
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-from foxhunt.cli.bounds import apply_bounds
 from foxhunt.errors import FoxhuntError, UsageError
+
+if TYPE_CHECKING:
+    from foxhunt.cli.resolve import Command
 
 log = logging.getLogger("foxhunt")
 
@@ -39,6 +45,11 @@ def subcommands() -> list[ModuleType]:
     return [train, predict, evaluate, inspect, report, bench_memory, export, backtest, tune]
 
 
+def commands() -> dict[str, Command]:
+    """Every subcommand's generated arguments, by name (imports the config modules)."""
+    return {m.__name__.rpartition(".")[2].replace("_", "-"): m.command() for m in subcommands()}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="foxhunt",
@@ -50,16 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in subcommands():
         module.register(sub)
-    apply_bounds(parser)
     return parser
 
 
 def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
-    """The subcommand's arguments; a command whose arguments are generated from the configs
-    (``generated``: train, backtest) gets the rest of the line as ``argv`` to parse itself."""
+    """The top-level options and the subcommand, with the rest of the line as ``argv``."""
     args, rest = parser.parse_known_args(argv)
-    if rest and not getattr(args, "generated", False):
-        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     args.argv = rest
     return args
 

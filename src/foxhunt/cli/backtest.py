@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from foxhunt.cli.generated import Section
-from foxhunt.cli.resolve import Command, dump, resolve
+from foxhunt.cli.resolve import Command, add_command, parsed
 from foxhunt.errors import UsageError
 
 log = logging.getLogger("foxhunt.backtest")
@@ -51,20 +51,18 @@ def backtest_command() -> Command:
     )
 
 
+command = backtest_command  # every subcommand module's name for its arguments
+
+
 def register(sub: Any) -> None:
-    # generated arguments, parsed by jsonargparse in `run` (as `foxhunt train`'s)
-    p = sub.add_parser(
-        "backtest", help="walk-forward backtest: folds, baselines and a signal", add_help=False
-    )
-    p.set_defaults(run=run, generated=True)
+    add_command(sub, "backtest", "walk-forward backtest: folds, baselines and a signal", run)
 
 
-def run(parsed: argparse.Namespace) -> int:
+def run(line: argparse.Namespace) -> int:
     from foxhunt.backtest import BacktestConfig, CostModel
 
-    parser, cfg, show = resolve(backtest_command(), parsed.argv)
-    if show:
-        print(dump(parser, cfg), end="")
+    cfg = parsed(backtest_command(), line.argv)
+    if cfg is None:
         return 0
     # imported once the line is parsed: `foxhunt backtest --help` needs no torch
     from foxhunt.backtest import run_backtest

@@ -6,11 +6,14 @@ import argparse
 import json
 import logging
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from foxhunt.bench.presets import PRESETS
-from foxhunt.cli.common import csv_tuple
+from foxhunt.cli.generated import Section
+from foxhunt.cli.resolve import Command, add_command, generated_command, parsed
+from foxhunt.config_fields import POSITIVE, Range, setting
 from foxhunt.errors import ConfigError
 
 if TYPE_CHECKING:  # torch and the benchmark are imported where used: --help needs neither
@@ -19,66 +22,69 @@ if TYPE_CHECKING:  # torch and the benchmark are imported where used: --help nee
 log = logging.getLogger("foxhunt.memory")
 
 
-def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "bench-memory",
-        help="measure activation checkpointing: bytes saved for backward, peak memory, time",
-        description="For one model config and batch: plain training vs each checkpointed "
+@dataclass(frozen=True, kw_only=True)
+class BenchOptions:
+    """What `foxhunt bench-memory` measures, and how.
+
+    Attributes:
+        modes: comma-separated: "none", "full", segment names, or "a+b" for several
+            (default: none, each segment, full).
+        device: where to measure: "auto" (CUDA when available), "cpu" or "cuda".
+        memory_limit_gb: cap the CUDA allocator at this many GB, as on a smaller card
+            (CUDA only).
+        steps: timed steps per mode (median).
+        warmup: untimed rounds first.
+        threads: torch intra-op threads.
+        time: measure the step time (--no-time skips it).
+        peak: measure the peak memory (--no-peak skips it).
+        predictions: instead: the --memory-budget planner's predicted vs measured peak of a
+            training step for plain, checkpointed and micro-batch plans (CPU).
+        json: write the results as JSON to this file (given alone: to stdout instead of the
+            table).
+    """
+
+    modes: tuple[str, ...] | None = None
+    device: Literal["auto", "cpu", "cuda"] = "cpu"
+    memory_limit_gb: float | None = setting(None, range=POSITIVE)
+    steps: int = setting(7, range=Range(1, 100_000))
+    warmup: int = setting(2, range=Range(0, 10_000))
+    threads: int | None = setting(None, range=Range(1, 4096))
+    time: bool = True
+    peak: bool = True
+    predictions: bool = False
+    json: str | None = setting(None, bare="-")
+
+
+def command() -> Command:
+    """The model preset (`--preset`, default cpu-reference: the train presets' model, windows
+    and batch) and the config fields it measures: width, windows, batch, the bars and their
+    gaps (as `foxhunt train` has them), and the measurement's own options."""
+    from foxhunt.cli.common import data_section
+    from foxhunt.cli.presets import preset
+    from foxhunt.model.config import TFTConfig
+    from foxhunt.training.config import TrainingConfig
+
+    sections = (
+        data_section("path", "lookback", "horizon", "max_gap"),
+        Section("model", TFTConfig, only=("hidden_size", "variable_hidden_size")),
+        Section("training", TrainingConfig, only=("batch_size", "seed")),
+        Section("", BenchOptions),
+    )
+    return generated_command(
+        "foxhunt bench-memory",
+        "For one model config and batch: plain training vs each checkpointed "
         "segment alone vs full checkpointing. Prints a table (or JSON with --json).",
+        sections,
+        presets=preset,
+        default_preset="cpu-reference",
+        configs=True,
     )
-    p.add_argument("--preset", default="cpu-reference", choices=sorted(PRESETS))
-    p.add_argument("--batch-size", type=int, default=None, help="override the preset's batch")
-    p.add_argument("--hidden-size", type=int, default=None)
-    p.add_argument("--variable-hidden-size", type=int, default=None)
-    p.add_argument("--lookback", type=int, default=None)
-    p.add_argument("--horizon", type=int, default=None)
-    p.add_argument(
-        "--modes",
-        type=csv_tuple,
-        default=None,
-        help='comma-separated: "none", "full", segment names, or "a+b" for several '
-        "(default: none, each segment, full)",
+
+
+def register(sub: Any) -> None:
+    add_command(
+        sub, "bench-memory", "measure activation checkpointing: bytes saved, peak memory, time", run
     )
-    p.add_argument(
-        "--parquet-file",
-        "--data-file",
-        dest="data_file",
-        type=Path,
-        default=None,
-        help="measure on the first training batch of real bars, with the train preset's feature "
-        "groups (the model's input counts then come from the data); default: random inputs",
-    )
-    p.add_argument(
-        "--max-gap", default=None, help="with --parquet-file: as foxhunt train's --max-gap"
-    )
-    p.add_argument("--device", default="cpu", choices=["auto", "cpu", "cuda"])
-    p.add_argument(
-        "--memory-limit-gb",
-        type=float,
-        default=None,
-        help="cap the CUDA allocator at this many GB, as on a smaller card (CUDA only)",
-    )
-    p.add_argument("--steps", type=int, default=7, help="timed steps per mode (median)")
-    p.add_argument("--warmup", type=int, default=2, help="untimed rounds first")
-    p.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
-    p.add_argument("--no-time", action="store_true", help="skip the step-time measurement")
-    p.add_argument("--no-peak", action="store_true", help="skip the peak-memory measurement")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument(
-        "--predictions",
-        action="store_true",
-        help="instead: the --memory-budget planner's predicted vs measured peak of a training "
-        "step for plain, checkpointed and micro-batch plans (CPU)",
-    )
-    p.add_argument(
-        "--json",
-        nargs="?",
-        const="-",
-        default=None,
-        metavar="FILE",
-        help="write the results as JSON to FILE (or stdout instead of the table)",
-    )
-    p.set_defaults(run=run)
 
 
 def resolve_device(name: str) -> torch.device:
@@ -91,41 +97,58 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(line: argparse.Namespace) -> int:
+    args = parsed(command(), line.argv)
+    if args is None:  # --print-config printed it
+        return 0
+    # imported once the line is parsed: --help needs none of them
+    from foxhunt.bench.accuracy import check_predictions, format_checks
+    from foxhunt.bench.memory import run_benchmark
+    from foxhunt.bench.table import format_table
+    from foxhunt.storage import atomic_write_json
+
+    json_file = check_json(args)
+    batch_size = args.training.batch_size
+    modes = check_modes(args.modes)
+    cfg, batch = model_config(args)
+    device = measuring_device(args)
+    seed = args.training.seed
+    if args.predictions:
+        if device.type != "cpu":
+            raise ConfigError(
+                "--predictions measures with the CPU tensor tracker; use --device cpu"
+            )
+        print(format_checks(check_predictions(cfg, batch_size, seed=seed), batch_size))
+        return 0
+    path = args.data.path
+    report = run_benchmark(
+        cfg,
+        batch_size,
+        preset=args.preset if batch is None else f"{args.preset} on {path.name}",
+        modes=modes,
+        device=device,
+        steps=args.steps,
+        warmup=args.warmup,
+        measure_time=args.time,
+        measure_peak_memory=args.peak,
+        memory_limit_gb=args.memory_limit_gb if device.type == "cuda" else None,
+        seed=seed,
+        batch=batch,
+    )
+    if args.json == "-":
+        json.dump(report.to_dict(), sys.stdout, indent=2)
+        print()
+    elif json_file is not None:
+        atomic_write_json(json_file, report.to_dict())
+    if args.json != "-":
+        print(format_table(report))
+    return 0
+
+
+def measuring_device(args: Any) -> torch.device:
+    """The device measured on, with --threads applied (a cap only CUDA takes is said)."""
     import torch
 
-    from foxhunt.bench.accuracy import check_predictions, format_checks
-    from foxhunt.bench.memory import default_modes, run_benchmark, with_overrides
-    from foxhunt.bench.table import format_table
-    from foxhunt.model.size import check_step_fits_in_memory
-    from foxhunt.runs import check_output_file
-    from foxhunt.storage import atomic_write_json
-    from foxhunt.storage.atomic import check_replaceable
-    from foxhunt.transforms.checkpointing import resolve_policy
-
-    # before minutes of measuring: a FIFO blocked open(), RUN/metrics.json was replaced
-    json_file = None if args.json in (None, "-") else Path(args.json)
-    if args.json is not None and args.predictions:  # it printed a table and wrote nothing
-        raise ConfigError("--json writes the benchmark's results; --predictions has none")
-    if json_file is not None:
-        check_output_file(json_file, "--json")
-        check_replaceable(json_file)
-    preset = PRESETS[args.preset]
-    cfg = with_overrides(
-        preset.config,
-        hidden_size=args.hidden_size,
-        variable_hidden_size=args.variable_hidden_size,
-        lookback=args.lookback,
-        horizon=args.horizon,
-    )
-    batch = None
-    if args.data_file is not None:
-        cfg, batch = real_windows(args, cfg, args.batch_size or preset.batch_size)
-    modes = list(args.modes) if args.modes else default_modes()
-    for mode in modes:  # fail on a typo before minutes of measuring
-        if mode not in ("none", "full"):
-            resolve_policy(mode.split("+"))
-    check_step_fits_in_memory(cfg, args.batch_size or preset.batch_size)  # not an OOM kill
     device = resolve_device(args.device)
     if args.memory_limit_gb is not None and device.type != "cuda":
         log.warning(
@@ -136,56 +159,72 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.threads is not None:
         torch.set_num_threads(args.threads)
-    if args.predictions:
-        if device.type != "cpu":
-            raise ConfigError(
-                "--predictions measures with the CPU tensor tracker; use --device cpu"
-            )
-        batch_size = args.batch_size or preset.batch_size
-        print(format_checks(check_predictions(cfg, batch_size, seed=args.seed), batch_size))
-        return 0
-    report = run_benchmark(
-        cfg,
-        args.batch_size or preset.batch_size,
-        preset=args.preset if batch is None else f"{args.preset} on {args.data_file.name}",
-        modes=modes,
-        device=device,
-        steps=args.steps,
-        warmup=args.warmup,
-        measure_time=not args.no_time,
-        measure_peak_memory=not args.no_peak,
-        memory_limit_gb=args.memory_limit_gb if device.type == "cuda" else None,
-        seed=args.seed,
-        batch=batch,
-    )
-    if args.json == "-":
-        json.dump(report.to_dict(), sys.stdout, indent=2)
-        print()
-        return 0
+    return device
+
+
+def check_json(args: Any) -> Path | None:
+    """The --json file, checked before minutes of measuring: a FIFO blocked open(), and
+    RUN/metrics.json was replaced."""
+    from foxhunt.runs import check_output_file
+    from foxhunt.storage.atomic import check_replaceable
+
+    json_file = None if args.json in (None, "-") else Path(args.json)
+    if args.json is not None and args.predictions:  # it printed a table and wrote nothing
+        raise ConfigError("--json writes the benchmark's results; --predictions has none")
     if json_file is not None:
-        atomic_write_json(json_file, report.to_dict())
-    print(format_table(report))
-    return 0
+        check_output_file(json_file, "--json")
+        check_replaceable(json_file)
+    return json_file
 
 
-def real_windows(args: argparse.Namespace, cfg: Any, batch_size: int) -> tuple[Any, Any]:
+def check_modes(given: tuple[str, ...] | None) -> list[str]:
+    """The checkpointing modes to measure; a typo fails before minutes of measuring."""
+    from foxhunt.bench.memory import default_modes
+    from foxhunt.transforms.checkpointing import resolve_policy
+
+    modes = list(given) if given else default_modes()
+    for mode in modes:
+        if mode not in ("none", "full"):
+            resolve_policy(mode.split("+"))
+    return modes
+
+
+def model_config(args: Any) -> tuple[Any, Any]:
+    """The preset's model with the widths and windows given, checked to fit in memory (not
+    an OOM kill); with --parquet-file, completed from the bars, with their first batch."""
+    from foxhunt.bench.memory import with_overrides
+    from foxhunt.model.size import check_step_fits_in_memory
+
+    cfg = with_overrides(
+        PRESETS[args.preset].config,
+        hidden_size=args.model.hidden_size,
+        variable_hidden_size=args.model.variable_hidden_size,
+        lookback=args.data.lookback,
+        horizon=args.data.horizon,
+    )
+    batch = None
+    if args.data.path is not None:
+        cfg, batch = real_windows(args, cfg)
+    check_step_fits_in_memory(cfg, args.training.batch_size)
+    return cfg, batch
+
+
+def real_windows(args: Any, cfg: Any) -> tuple[Any, Any]:
     """The model config completed from real bars (input counts from the data, as a run's) and
     the first training batch of their windows, prepared as `foxhunt train --preset` would."""
     from dataclasses import replace
 
-    from foxhunt.cli.presets import PRESETS as TRAIN_PRESETS
+    from foxhunt.cli.presets import preset
     from foxhunt.data import DataConfig, make_loader, prepare_data
     from foxhunt.jobs.prepare import fit_model_config
     from foxhunt.model.config import DATA_FIELDS
 
-    sections = TRAIN_PRESETS[args.preset]() if args.preset in TRAIN_PRESETS else {}
-    data_fields = {**sections.get("data", {}), "lookback": cfg.lookback, "horizon": cfg.horizon}
-    if args.max_gap is not None:
-        data_fields["max_gap"] = args.max_gap
-    data = prepare_data(DataConfig(**{**data_fields, "path": args.data_file}))
+    path, batch_size = args.data.path, args.training.batch_size
+    groups = preset(args.preset).get("data", {}).get("feature_groups", ())
+    data = prepare_data(DataConfig(**args.data.as_dict(), feature_groups=tuple(groups)))
     if len(data.train) < batch_size:
         raise ConfigError(
-            f"--parquet-file {args.data_file}: {len(data.train)} training windows, fewer than "
+            f"--parquet-file {path}: {len(data.train)} training windows, fewer than "
             f"the batch of {batch_size}"
         )
     unset = replace(cfg, **dict.fromkeys(DATA_FIELDS))

@@ -4,34 +4,50 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from foxhunt.cli.common import add_data_file_arguments, read_frame
+from foxhunt.cli.common import READ_FIELDS, data_section, read_frame
+from foxhunt.cli.generated import Section
+from foxhunt.cli.resolve import Command, add_command, generated_command, resolve
+from foxhunt.config_fields import setting
 from foxhunt.errors import ConfigError
 
 
+@dataclass(frozen=True, kw_only=True)
+class EvaluateOptions:
+    """Which run to score and where its metrics go.
+
+    Attributes:
+        run_dir: folder of a trained run, or its int8 or ONNX export (foxhunt export).
+        json: also write the metrics as JSON.
+        forecasts: also write every window's forecasts and the baselines' to this .parquet
+            file (as test_forecasts.parquet).
+    """
+
+    run_dir: Path | None = setting(None, positional=True)
+    json: Path | None = None
+    forecasts: Path | None = None
+
+
+def command() -> Command:
+    sections = (data_section(*READ_FIELDS), Section("", EvaluateOptions))
+    return generated_command(
+        "foxhunt evaluate",
+        "Metrics of a trained run on every window of a file, with baselines.",
+        sections,
+        required=("run_dir", "data.path"),
+    )
+
+
 def register(sub: Any) -> None:
-    p = sub.add_parser("evaluate", help="metrics of a trained run on a file")
-    p.add_argument(
-        "run_dir",
-        type=Path,
-        help="folder of a trained run, or its int8 or ONNX export (foxhunt export)",
-    )
-    add_data_file_arguments(p, required=True)
-    p.add_argument("--json", type=Path, default=None, help="also write the metrics as JSON")
-    p.add_argument(
-        "--forecasts",
-        type=Path,
-        default=None,
-        metavar="FILE.parquet",
-        help="also write every window's forecasts and the baselines' (as test_forecasts.parquet)",
-    )
-    p.set_defaults(run=run)
+    add_command(sub, "evaluate", "metrics of a trained run on a file", run)
 
 
-def run(args: argparse.Namespace) -> int:
-    # imported here: registering the flags (--help) needs none of them, nor torch
+def run(line: argparse.Namespace) -> int:
+    args = resolve(command(), line.argv)[1]
+    # imported once the line is parsed: --help needs none of them
     from foxhunt.data.spacing import check_spacing
     from foxhunt.runs import check_output_file
     from foxhunt.scoring import WindowForecasts, read_run_baselines, score_windows
@@ -46,8 +62,8 @@ def run(args: argparse.Namespace) -> int:
         if args.forecasts.suffix.lower() != ".parquet":  # x.csv held Parquet bytes, exit 0
             raise ConfigError(f"--forecasts {args.forecasts}: name a .parquet file (Parquet)")
     loaded = load_run(args.run_dir)
-    frame = read_frame(args, loaded.preprocessor.timezone)
-    check_spacing(frame, loaded.preprocessor.bar_spacing, str(args.data_file))
+    frame = read_frame(args.data, loaded.preprocessor.timezone)
+    check_spacing(frame, loaded.preprocessor.bar_spacing, str(args.data.path))
     dataset = loaded.preprocessor.dataset(frame)
     pred, target, _ = predict_windows(loaded.model, dataset)
     assert target is not None
@@ -58,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     )
     forecasts = WindowForecasts(dataset=dataset, pred=pred, target=target)
     scored = score_windows(forecasts, baselines, loaded.preprocessor, quantiles)
-    metrics = {**scored.metrics, "source": str(args.data_file)}
+    metrics = {**scored.metrics, "source": str(args.data.path)}
     print(scored.table)
     if args.forecasts is not None:
         scored.write_forecasts(args.forecasts)

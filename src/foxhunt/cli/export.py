@@ -5,79 +5,93 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from foxhunt.cli.generated import Section
+from foxhunt.cli.resolve import Command, add_command, generated_command, resolve
+from foxhunt.config_fields import Range, setting
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExportOptions:
+    """What to export, and where.
+
+    Attributes:
+        run_dir: folder of a trained run.
+        onnx: ONNX model run by ONNX Runtime (FP32; with --int8 int8 in QDQ form;
+            docs/export.md).
+        int8: int8: convert a QAT run (foxhunt train --qat) with its frozen scales; with
+            --onnx, a QAT run's scales or, for an FP32 run, scales calibrated on its
+            training bars.
+        dynamic: post-training dynamic int8 of an FP32 run (for comparison).
+        opset: ONNX opset of --onnx (default 18).
+        output: export folder (default: RUN_DIR/int8[-dynamic] or RUN_DIR/onnx[-int8]).
+        overwrite: replace an export of another kind or of another run in the export folder.
+    """
+
+    run_dir: Path | None = setting(None, positional=True)
+    onnx: bool = False
+    int8: bool = False
+    dynamic: bool = False
+    opset: int | None = setting(None, range=Range(18, 30))
+    output: Path | None = None
+    overwrite: bool = False
+
+
+def command() -> Command:
+    sections = (Section("", ExportOptions),)
+    return generated_command(
+        "foxhunt export",
+        "Write an int8 or ONNX export of RUN_DIR: pass the export folder to "
+        "`foxhunt predict` / `foxhunt evaluate` in place of the run folder.",
+        sections,
+        required=("run_dir",),
+    )
+
 
 def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "export",
-        help="write an int8 CPU model or an ONNX model of a trained run",
-        description="Write an int8 or ONNX export of RUN_DIR: pass the export folder to "
-        "`foxhunt predict` / `foxhunt evaluate` in place of the run folder.",
-    )
-    p.add_argument("run_dir", type=Path, help="folder of a trained run")
-    p.add_argument(
-        "--onnx",
-        action="store_true",
-        help="ONNX model run by ONNX Runtime (FP32; with --int8 int8 in QDQ form; docs/export.md)",
-    )
-    mode = p.add_mutually_exclusive_group()
-    mode.add_argument(
-        "--int8",
-        dest="mode",
-        action="store_const",
-        const="qat",
-        help="int8: convert a QAT run (foxhunt train --qat) with its frozen scales; with "
-        "--onnx, a QAT run's scales or, for an FP32 run, scales calibrated on its training bars",
-    )
-    mode.add_argument(
-        "--dynamic",
-        dest="mode",
-        action="store_const",
-        const="dynamic",
-        help="post-training dynamic int8 of an FP32 run (for comparison)",
-    )
-    p.add_argument("--opset", type=int, default=None, help="ONNX opset of --onnx (default 18)")
-    p.add_argument(
-        "--output",
-        type=Path,
-        default=None,
-        help="export folder (default: RUN_DIR/int8[-dynamic] or RUN_DIR/onnx[-int8])",
-    )
-    p.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="replace an export of another kind or of another run in the export folder",
-    )
-    p.set_defaults(run=run)
+    add_command(sub, "export", "write an int8 CPU model or an ONNX model of a trained run", run)
 
 
-def run(args: argparse.Namespace) -> int:
+def export_mode(args: Any) -> str | None:
+    """ "qat" (--int8), "dynamic" (--dynamic) or None (neither)."""
+    from foxhunt.errors import UsageError
+
+    if args.int8 and args.dynamic:
+        raise UsageError("export: --int8 and --dynamic are two exports: choose one")
+    return "qat" if args.int8 else "dynamic" if args.dynamic else None
+
+
+def run(line: argparse.Namespace) -> int:
+    args = resolve(command(), line.argv)[1]
+    # imported once the line is parsed: --help needs none of them
     from foxhunt.errors import FoxhuntError
     from foxhunt.exports.deps import require_onnx
     from foxhunt.exports.int8 import export_run
     from foxhunt.runs import EXPORT_DIRS
     from foxhunt.runs.folder import named
 
+    mode = export_mode(args)
     if args.onnx:
-        if args.mode == "dynamic":
+        if mode == "dynamic":
             raise FoxhuntError("--dynamic does not go with --onnx: use --onnx --int8")
-        kind = "onnx-int8" if args.mode == "qat" else "onnx"
+        kind = "onnx-int8" if mode == "qat" else "onnx"
         require_onnx("foxhunt export --onnx")
         check_opset(args.opset)
         output = named(args.output or args.run_dir / EXPORT_DIRS[kind])
         check_export_output(output, kind=kind, run_dir=args.run_dir, overwrite=args.overwrite)
         with staged(output) as workdir:
             return _onnx(args, workdir, output, int8=kind != "onnx")
-    if args.mode is None:
+    if mode is None:
         raise FoxhuntError("say what to export: --int8, --dynamic or --onnx [--int8]")
     if args.opset is not None:
         raise FoxhuntError("--opset goes with --onnx")
-    output = named(args.output or args.run_dir / EXPORT_DIRS[args.mode])
-    check_export_output(output, kind=args.mode, run_dir=args.run_dir, overwrite=args.overwrite)
+    output = named(args.output or args.run_dir / EXPORT_DIRS[mode])
+    check_export_output(output, kind=mode, run_dir=args.run_dir, overwrite=args.overwrite)
     with staged(output) as workdir:
-        spec = export_run(args.run_dir, workdir, mode=args.mode)
+        spec = export_run(args.run_dir, workdir, mode=mode)
     sizes = spec["bytes"]
     print(
         f"int8 export ({spec['mode']}) written to {output}: {sizes['int8']:,} bytes, "
@@ -208,7 +222,7 @@ def staged(output: Path) -> Iterator[Path]:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _onnx(args: argparse.Namespace, workdir: Path, output: Path, *, int8: bool) -> int:
+def _onnx(args: Any, workdir: Path, output: Path, *, int8: bool) -> int:
     from foxhunt.exports.onnx import DEFAULT_OPSET, export_onnx
     from foxhunt.exports.onnx_int8 import export_onnx_int8
 

@@ -4,78 +4,84 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from foxhunt.cli.common import data_section
+from foxhunt.cli.generated import Section
+from foxhunt.cli.resolve import Command, add_command, generated_command, resolve
+from foxhunt.config_fields import setting
 from foxhunt.errors import ConfigError
 
 if TYPE_CHECKING:
     from foxhunt.data.calendar import Calendar
 
 
+@dataclass(frozen=True, kw_only=True)
+class InspectOptions:
+    """The file and what to say about it.
+
+    Attributes:
+        file: OHLCV bars: a .parquet or .csv file, or a folder or glob of Parquet.
+        features: list every model input (name, group, window, warm-up) instead of the
+            summary (the data section's feature_groups, or a train --preset's).
+        json: print the summary (or the listing) as JSON.
+    """
+
+    file: Path | None = setting(None, positional=True)
+    features: bool = False
+    json: bool = False
+
+
+#: what inspect reads of the data section (the windows, the calendar, the inputs)
+FIELDS = ("timezone", "timestamp_column", "calendar", "contract_column", "lookback", "horizon")
+
+
+def command() -> Command:
+    from foxhunt.cli.presets import preset
+
+    sections = (data_section(*FIELDS, "feature_groups"), Section("", InspectOptions))
+    return generated_command(
+        "foxhunt inspect",
+        "Summarize a bars file before training on it: sessions, gaps, windows "
+        "(docs/calendars.md); --features lists every model input. --preset NAME takes a "
+        "train preset's windows and feature groups.",
+        sections,
+        presets=preset,
+        required=("file",),
+    )
+
+
 def register(sub: Any) -> None:
-    p = sub.add_parser("inspect", help="summarize a bars file: sessions, gaps, windows")
-    p.add_argument(
-        "file",
-        type=Path,
-        help="OHLCV bars: a .parquet or .csv file, or a folder or glob of Parquet",
-    )
-    p.add_argument("--timezone", default=None, help="timezone of naive timestamps")
-    p.add_argument("--timestamp-column", default=None, help="name of the time column")
-    p.add_argument(
-        "--calendar",
-        default="auto",  # data.calendar.AUTO: imported with pandas, which --help needs not
-        help='exchange calendar: "auto" (from the symbols), "none", a pandas_market_calendars '
-        "name, or one per symbol: ES=NAME,CL=NAME (docs/calendars.md)",
-    )
-    p.add_argument(
-        "--contract-column",
-        default="auto",
-        help='column naming each bar\'s contract: "auto" (contract or expiry), a name, or "none"',
-    )
-    p.add_argument("--lookback", type=int, default=64, help="bars of history per window")
-    p.add_argument("--horizon", type=int, default=8, help="bars to forecast")
-    p.add_argument(
-        "--features",
-        action="store_true",
-        help="list every model input (name, group, window, warm-up) instead of the summary",
-    )
-    p.add_argument(
-        "--preset", default=None, help="with --features: the inputs of this train preset"
-    )
-    p.add_argument(
-        "--feature-groups",
-        default=None,
-        help="with --features: groups as for train, e.g. returns,realized:12/78 (docs/data.md)",
-    )
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
-    p.set_defaults(run=run)
+    add_command(sub, "inspect", "summarize a bars file: sessions, gaps, windows", run)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(line: argparse.Namespace) -> int:
+    args = resolve(command(), line.argv)[1]
+    # imported once the line is parsed: --help needs none of them
     from foxhunt.data.calendar_setting import parse_calendar, resolve_calendar
     from foxhunt.data.contracts import find_contract_column
     from foxhunt.data.inspect import inspect_bars
     from foxhunt.data.sources import read_source
     from foxhunt.data.validate import validate_bars
 
-    setting = parse_calendar(args.calendar, "--calendar")
+    data = args.data
+    chosen = parse_calendar(data.calendar, "--calendar")
     source = str(args.file)
-    raw = read_source(args.file, timezone=args.timezone, timestamp_column=args.timestamp_column)
-    wanted = None if str(args.contract_column).lower() == "none" else args.contract_column
-    column = find_contract_column(raw, wanted, source)
+    raw = read_source(args.file, timezone=data.timezone, timestamp_column=data.timestamp_column)
+    column = find_contract_column(raw, data.contract_column, source)
     frame = validate_bars(raw, source=source, min_rows=1, contract_column=column)
-    calendar = resolve_calendar(setting, frame["symbol"].unique(), source)
+    calendar = resolve_calendar(chosen, frame["symbol"].unique(), source)
     if args.features:
-        listing = feature_listing(args, calendar, frame["symbol"].nunique())
+        listing = feature_listing(data.feature_groups, calendar, frame["symbol"].nunique())
         print(json.dumps(listing, indent=2) if args.json else render_listing(listing))
         return 0
     report = inspect_bars(
         frame,
         calendar=calendar,
-        lookback=args.lookback,
-        horizon=args.horizon,
+        lookback=data.lookback,
+        horizon=data.horizon,
         contract_column=column,
     )
     print(json.dumps(report, indent=2) if args.json else render(report))
@@ -83,19 +89,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def feature_listing(
-    args: argparse.Namespace, calendar: Calendar, symbols: int
+    groups: tuple[str, ...], calendar: Calendar, symbols: int
 ) -> list[dict[str, Any]]:
     """Every input of the chosen feature spec: name, kind, group, window, warm-up."""
-    from foxhunt.cli.presets import preset
     from foxhunt.data.config import DataConfig
     from foxhunt.data.features import FeatureSpec, parse_groups
 
-    data = preset(args.preset).get("data", {}) if args.preset else {}
-    groups = data.get("feature_groups", ())
-    if args.feature_groups is not None:
-        groups = [g for g in args.feature_groups.split(",") if g.strip()]
     config = DataConfig(feature_groups=tuple(groups))
-    spec = FeatureSpec(config.volatility_windows, calendar=calendar, groups=parse_groups(groups))
+    spec = FeatureSpec(
+        config.volatility_windows, calendar=calendar, groups=parse_groups(config.feature_groups)
+    )
     if symbols < 2 and any(g.cross for g, _ in spec.observed_groups):
         raise ConfigError(
             "--feature-groups: group 'cross' needs several symbols and the file holds one"

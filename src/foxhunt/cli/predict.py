@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from foxhunt.cli.common import add_data_file_arguments, read_frame
+from foxhunt.cli.common import READ_FIELDS, data_section, read_frame
+from foxhunt.cli.generated import Section
+from foxhunt.cli.resolve import Command, add_command, generated_command, resolve
+from foxhunt.config_fields import setting
 
 if TYPE_CHECKING:  # the forecast's modules are imported where used: --help needs none
     import pandas as pd
@@ -14,23 +18,35 @@ if TYPE_CHECKING:  # the forecast's modules are imported where used: --help need
     from foxhunt.runs import LoadedRun
 
 
+@dataclass(frozen=True, kw_only=True)
+class PredictOptions:
+    """What to forecast from and where the table goes.
+
+    Attributes:
+        run_dir: folder of a trained run, or its int8 or ONNX export (foxhunt export).
+        future_file: values of the run's known_columns at the forecast bars (.parquet or
+            .csv: timestamp[, symbol], the columns; one row per forecast bar); required when
+            it has any.
+        output: also write the table as CSV.
+    """
+
+    run_dir: Path | None = setting(None, positional=True)
+    future_file: Path | None = None
+    output: Path | None = None
+
+
+def command() -> Command:
+    sections = (data_section(*READ_FIELDS), Section("", PredictOptions))
+    return generated_command(
+        "foxhunt predict",
+        "Forecast the next bars after the latest window of a file.",
+        sections,
+        required=("run_dir", "data.path"),
+    )
+
+
 def register(sub: Any) -> None:
-    p = sub.add_parser("predict", help="forecast the next bars after the end of a file")
-    p.add_argument(
-        "run_dir",
-        type=Path,
-        help="folder of a trained run, or its int8 or ONNX export (foxhunt export)",
-    )
-    add_data_file_arguments(p, required=True)
-    p.add_argument(
-        "--future-file",
-        type=Path,
-        default=None,
-        help="values of the run's --known-columns at the forecast bars (.parquet or .csv: "
-        "timestamp[, symbol], the columns; one row per forecast bar); required when it has any",
-    )
-    p.add_argument("--output", type=Path, default=None, help="also write the table as CSV")
-    p.set_defaults(run=run)
+    add_command(sub, "predict", "forecast the next bars after the end of a file", run)
 
 
 def forecast_table(
@@ -63,7 +79,9 @@ def forecast_table(
     return pd.DataFrame(rows)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(line: argparse.Namespace) -> int:
+    args = resolve(command(), line.argv)[1]
+    # imported once the line is parsed: --help needs none of them
     from foxhunt.data.io import read_normalized
     from foxhunt.data.spacing import check_spacing
     from foxhunt.runs import check_output_file
@@ -74,12 +92,12 @@ def run(args: argparse.Namespace) -> int:
         check_output_file(args.output, "--output")
     loaded = load_run(args.run_dir)  # once: an int8 export builds its model as it loads
     timezone = loaded.preprocessor.timezone
-    frame = read_frame(args, timezone)
+    frame = read_frame(args.data, timezone)
     # 1-minute bars into a 5-minute model once forecast silently at 5-minute steps
-    check_spacing(frame, loaded.preprocessor.bar_spacing, str(args.data_file))
+    check_spacing(frame, loaded.preprocessor.bar_spacing, str(args.data.path))
     future = None
     if args.future_file is not None:
-        future = read_normalized(args.future_file, timezone=args.timezone or timezone)
+        future = read_normalized(args.future_file, timezone=args.data.timezone or timezone)
     table = forecast_table(loaded, frame, future)
     print(table.to_string(index=False))
     calendar = loaded.preprocessor.spec.calendar

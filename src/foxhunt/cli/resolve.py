@@ -11,18 +11,24 @@ from __future__ import annotations
 import argparse
 import reprlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from foxhunt.cli.generated import Arg, Section, Spelling, check_numbers, explain, normalize
+from foxhunt.cli.checks import check_numbers, explain
+from foxhunt.cli.generated import Arg, Section, is_path
 from foxhunt.cli.presets import PRESETS
+from foxhunt.cli.spellings import Spelling, normalize
 from foxhunt.errors import UsageError
 from foxhunt.input_path import check_readable_file
 
 #: keys of a saved config.json that are no user setting, set aside when it is a --config
 SAVED_ONLY = ("versions",)
+
+
+def no_extra(parser: Any) -> None:
+    """A command with no argument beyond its sections' fields."""
 
 
 @dataclass(frozen=True)
@@ -33,12 +39,42 @@ class Command:
     description: str
     sections: tuple[Section, ...]
     args: tuple[Arg, ...]
-    spellings: tuple[Spelling, ...]
-    presets: Callable[[str], dict[str, Any]]
-    extra: Callable[[Any], None]  # adds hand-written arguments (none today but model_class)
+    spellings: tuple[Spelling, ...] = ()
+    #: ``--preset NAME`` -> its sections (None: the command takes no preset); those of its
+    #: fields the command lacks are left out (inspect reads only the data of a train preset)
+    presets: Callable[[str], dict[str, Any]] | None = None
+    default_preset: str | None = None
+    #: whether ``--config FILE`` and ``--print-config`` are offered (a command that runs a
+    #: config: train, backtest, tune, bench-memory)
+    configs: bool = False
+    extra: Callable[[Any], None] = no_extra  # hand-written arguments (today: --model-class)
     #: an excluded field's key -> why a value a config file gives it is refused (None: the
     #: value is dropped, as every other excluded field's is)
-    set_aside: dict[str, Callable[[Any], str | None]]
+    set_aside: dict[str, Callable[[Any], str | None]] = field(default_factory=dict)
+    required: tuple[str, ...] = ()  # keys the line must give (a run folder, the bars)
+
+    @property
+    def name(self) -> str:
+        return self.prog.removeprefix("foxhunt ")
+
+    def usage(self) -> str:
+        places = " ".join(a.name for a in self.args if a.positional)
+        sources = " [--preset NAME]" if self.presets else ""
+        sources += " [--config FILE ...]" if self.configs else ""
+        shown = " [--print-config]" if self.configs else ""
+        return f"{self.prog} {places}{sources} [--FLAG VALUE ...]{shown}".replace("  ", " ")
+
+
+def generated_command(
+    prog: str, description: str, sections: tuple[Section, ...], **options: Any
+) -> Command:
+    """A `Command` whose arguments are the fields of ``sections`` (``options``: the rest of
+    `Command`'s fields); `--help` and the config sources keep their own names."""
+    from foxhunt.cli.generated import arguments
+
+    taken = {"--help", "--config", "--preset", "--print-config"}
+    args = tuple(arguments(sections, taken))
+    return Command(prog=prog, description=description, sections=sections, args=args, **options)
 
 
 def build(command: Command) -> Any:
@@ -48,32 +84,42 @@ def build(command: Command) -> Any:
 
     parser = ArgumentParser(
         prog=command.prog,
-        usage=f"{command.prog} [--preset NAME] [--config FILE ...] [--FLAG VALUE ...] [--print-config]",
+        usage=command.usage(),
         description=command.description,
         exit_on_error=False,
     )
     src = parser.add_argument_group("config sources (docs/configuration.md)")
-    src.add_argument("--config", action="append", help="YAML or JSON config (config.json of "
-                     "a run too); several: later wins; flags override them")  # fmt: skip
-    names = ", ".join(PRESETS)
-    src.add_argument("--preset", help=f"a named starting point (cli/presets.py): {names}")
-    src.add_argument("--print-config", action="store_true", help="print the resolved config "
-                     "as YAML and exit")  # fmt: skip
+    if command.configs:
+        src.add_argument("--config", action="append", help="YAML or JSON config (config.json "
+                         "of a run too); several: later wins; flags override them")  # fmt: skip
+        src.add_argument("--print-config", action="store_true", help="print the resolved "
+                         "config as YAML and exit")  # fmt: skip
+    if command.presets is not None:
+        names = ", ".join(PRESETS)
+        default = f" (default {command.default_preset})" if command.default_preset else ""
+        src.add_argument("--preset", help=f"a named starting point (cli/presets.py): {names}"
+                         f"{default}")  # fmt: skip
     command.extra(parser)
     add_arguments(parser, command.sections, command.args)
     return parser
 
 
-def split_sources(argv: Sequence[str]) -> tuple[list[str], str | None, bool, list[str]]:
+def split_sources(
+    argv: Sequence[str], command: Command
+) -> tuple[list[str], str | None, bool, list[str]]:
     """(config files, preset, print?, the rest) from ``argv``."""
-    configs, preset, show, rest = [], None, False, []
+    configs, preset, show, rest = [], command.default_preset, False, []
+    sources: tuple[str, ...] = ("--config", "--print-config") if command.configs else ()
+    sources += ("--preset",) if command.presets is not None else ()
     i = 0
     while i < len(argv):
         flag, eq, value = argv[i].partition("=")
         i += 1
-        if flag == "--print-config":
+        if flag not in sources:
+            rest.append(argv[i - 1])
+        elif flag == "--print-config":
             show = True
-        elif flag in ("--config", "--preset"):
+        else:
             if not eq:
                 if i >= len(argv):
                     raise UsageError(f"{flag} needs a value")
@@ -82,9 +128,19 @@ def split_sources(argv: Sequence[str]) -> tuple[list[str], str | None, bool, lis
                 configs.append(value)
             else:
                 preset = value
-        else:
-            rest.append(argv[i - 1])
     return configs, preset, show, rest
+
+
+def preset_layer(command: Command, name: str) -> dict[str, Any]:
+    """The preset's sections, restricted to the fields the command has."""
+    assert command.presets is not None
+    keys = {a.key for a in command.args}
+    layer = {}
+    for section, values in command.presets(name).items():
+        kept = {k: v for k, v in values.items() if f"{section}.{k}" in keys}
+        if kept:
+            layer[section] = kept
+    return layer
 
 
 def read_config(path: str, command: Command) -> dict[str, Any]:
@@ -124,10 +180,10 @@ def read_config(path: str, command: Command) -> dict[str, Any]:
 
 def resolve(command: Command, argv: Sequence[str]) -> tuple[Any, Any, bool]:
     """(parser, resolved namespace, print?) for ``argv``."""
-    configs, preset, show, rest = split_sources(argv)
+    configs, preset, show, rest = split_sources(argv, command)
     parser = build(command)
     cfg = parser.get_defaults()
-    layers = [(f"--preset {preset}", command.presets(preset))] if preset else []
+    layers = [(f"--preset {preset}", preset_layer(command, preset))] if preset else []
     layers += [(f"--config {path}", read_config(path, command)) for path in configs]
     for where, layer in layers:
         try:
@@ -144,7 +200,30 @@ def resolve(command: Command, argv: Sequence[str]) -> tuple[Any, Any, bool]:
     except argparse.ArgumentError as exc:
         raise UsageError(explain(str(exc), command.args)) from None
     check_numbers(flat(cfg), command.args, command.spellings)
+    for arg in command.args:  # read as text (generated.parser_type)
+        if is_path(arg.hint) and cfg.get(arg.key) is not None:
+            cfg[arg.key] = Path(cfg[arg.key])
+    if not show:
+        check_required(cfg, command)
+    if command.presets is not None:
+        cfg.preset = preset  # the preset's name (bench-memory measures its model)
     return parser, cfg, show
+
+
+def parsed(command: Command, argv: Sequence[str]) -> Any | None:
+    """The resolved config of ``argv``, or None once ``--print-config`` has printed it."""
+    parser, cfg, show = resolve(command, argv)
+    if show:
+        print(dump(parser, cfg), end="")
+        return None
+    return cfg
+
+
+def check_required(cfg: Any, command: Command) -> None:
+    by_key = {a.key: a for a in command.args}
+    for key in command.required:
+        if cfg.get(key) is None:
+            raise UsageError(f"{command.name}: {by_key[key].name} is required")
 
 
 def check_given_once(argv: Sequence[str], flags: Sequence[str], command: Command) -> None:
@@ -183,4 +262,14 @@ def dump(parser: Any, cfg: Any) -> str:
     out = cfg.clone()
     for key in ("config", "preset", "print_config"):
         out.pop(key, None)
+    for key, value in out.items():
+        if isinstance(value, Path):  # the parser reads a path as text (generated.parser_type)
+            out[key] = str(value)
     return str(parser.dump(out, skip_unset=False))
+
+
+def add_command(sub: Any, name: str, help_text: str, run: Callable[[Any], int]) -> None:
+    """Register subcommand ``name``: the top-level parser hands it the rest of the line (its
+    ``--help`` too), which ``run`` parses with its generated arguments (``resolve``)."""
+    p = sub.add_parser(name, help=help_text, add_help=False)
+    p.set_defaults(run=run)

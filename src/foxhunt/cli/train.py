@@ -5,33 +5,32 @@ from __future__ import annotations
 import argparse
 import logging
 from contextlib import ExitStack
+from dataclasses import fields
 from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from foxhunt.cli.resolve import dump, resolve
+from foxhunt.cli.resolve import Command, add_command, parsed
 from foxhunt.errors import ConfigError
 
 if TYPE_CHECKING:
-    from foxhunt.runs import Mode, RunConfig
+    from foxhunt.jobs.train import JobOptions, JobResult
+    from foxhunt.runs import Mode, RunConfig, RunFolder
+    from foxhunt.tracking import TrackingConfig
     from foxhunt.training.distributed import DistributedContext
 
 log = logging.getLogger("foxhunt.train")
 
 
 def register(sub: Any) -> None:
-    # the arguments are generated (cli/train_config.py) and parsed by jsonargparse in `run`:
-    # argparse hands the rest of the command line (--help too) to it as `argv`
-    p = sub.add_parser("train", help="train a TFT and print test metrics", add_help=False)
-    p.set_defaults(run=run, generated=True)
+    add_command(sub, "train", "train a TFT and print test metrics", run)
 
 
-def parse(argv: list[str]) -> tuple[Any, Any, bool]:
-    """(parser, resolved config namespace, --print-config?) of `foxhunt train ARGV`."""
+def command() -> Command:
     from foxhunt.cli.train_config import train_command  # the configs: not for `foxhunt --help`
 
-    return resolve(train_command(), argv)
+    return train_command()
 
 
 def output_dir(args: Any) -> Path:
@@ -58,35 +57,20 @@ def check_world_size(config: RunConfig, ctx: DistributedContext) -> None:
         )
 
 
-def run(parsed: argparse.Namespace) -> int:
-    parser, cfg, show = parse(parsed.argv)
-    if show:
-        print(dump(parser, cfg), end="")
+def run(line: argparse.Namespace) -> int:
+    cfg = parsed(command(), line.argv)
+    if cfg is None:  # --print-config printed it
         return 0
     # imported once the line is parsed: `foxhunt train --help` needs no torch (nor the rest)
-    from foxhunt.cli.train_config import qat_config, run_config, tracking_config
-    from foxhunt.data.sources import source_files
-    from foxhunt.jobs.train import JobOptions, train
-    from foxhunt.memory.oom import parse_budget
-    from foxhunt.report import write_report
-    from foxhunt.runs import RunFolder, check_output_path
-    from foxhunt.tracking import build_tracker, check_installed
-    from foxhunt.training.distributed import (
-        distributed_session,
-        main_decides,
-        quiet_other_ranks,
-    )
+    from foxhunt.cli.train_config import run_config, tracking_config
+    from foxhunt.jobs.train import train
+    from foxhunt.runs import RunFolder
+    from foxhunt.tracking import build_tracker
+    from foxhunt.training.distributed import distributed_session, main_decides, quiet_other_ranks
 
     config, args, data_file = run_config(cfg), cfg.options, cfg.data.path
     tracking = tracking_config(cfg)
-    # a logger's missing package: one line, before anything is written or trained
-    check_installed(tracking.active, tracking.tracking_uri)
-    budget = parse_budget(args.memory_budget) if args.memory_budget is not None else None
-    if data_file is not None:  # before any folder is locked, created or replaced
-        source_files(data_file)  # a file, or a folder or glob holding some
-    storage = args.checkpoint_storage
-    if storage is not None and ("://" not in storage or storage.startswith("file://")):
-        check_output_path(Path(storage.removeprefix("file://")), "--checkpoint-storage")
+    budget = check_before_writing(args, tracking, data_file)
     with (
         distributed_session(config.training.device, args.dist_timeout) as ctx,
         ExitStack() as stack,
@@ -103,40 +87,68 @@ def run(parsed: argparse.Namespace) -> int:
             return folder.workdir, run_identity(folder.workdir, config, where)
 
         workdir, identity = main_decides(ctx, claim)
-        days = config.data.synthetic_days
-        source = data_file or f"built-in synthetic ES bars ({days} days)"
+        source = data_file or f"built-in synthetic ES bars ({config.data.synthetic_days} days)"
         log.info("training on %s -> %s", source, claimed[0].final if claimed else workdir)
         # the main rank's: only it logs (the job hands callbacks to its trainer alone)
         tracker = build_tracker(tracking, claimed[0].final, workdir) if ctx.is_main else None
         if tracker is not None:
             stack.callback(tracker.close)  # FAILED unless finish() ended it first
-        options = JobOptions(
-            resume=args.resume is not None,
-            resume_from=args.resume_from,
-            identity=identity,
-            checkpoint_every=args.checkpoint_every,
-            keep_checkpoints=args.keep_checkpoints,
-            checkpoint_storage=args.checkpoint_storage,
-            memory_log_every=args.memory_log_every,
-            leak_threshold_mb=args.leak_threshold_mb,
-            qat=qat_config(cfg),
-            memory_budget=budget,
-            callbacks=() if tracker is None else (tracker,),
-        )
+        options = job_options(cfg, identity, budget, tracker)
         result = train(config, workdir, options=options, distributed=ctx)
-        if not ctx.is_main:  # rank 0 alone prints and writes the run folder
-            return 0
-        if tracker is not None:  # before the commit renames the folder its files are in
-            tracker.log_results(result.metrics)
-        final = claimed[0].commit()  # complete: only now does it replace an earlier run
-        print(result.table)
-        print(f"run saved to {final} (metrics.json, model.safetensors, config.json)")
-        report = write_report(final, job=result) if args.report else None
-        if report is not None:
-            print(f"report: {report}")  # written from the job's model and data
-        if tracker is not None:
-            tracker.finish(final, report)
+        if ctx.is_main:  # rank 0 alone prints and writes the run folder
+            finish(result, claimed[0], args.report, tracker)
     return 0
+
+
+def check_before_writing(args: Any, tracking: TrackingConfig, data_file: Path | None) -> Any:
+    """The memory budget, once what would fail later is checked: before anything is
+    written or trained, and before any folder is locked, created or replaced."""
+    from foxhunt.data.sources import source_files
+    from foxhunt.memory.oom import parse_budget
+    from foxhunt.runs import check_output_path
+    from foxhunt.tracking import check_installed
+
+    check_installed(tracking.active, tracking.tracking_uri)  # a logger's missing package
+    budget = parse_budget(args.memory_budget) if args.memory_budget is not None else None
+    if data_file is not None:
+        source_files(data_file)  # a file, or a folder or glob holding some
+    storage = args.checkpoint_storage
+    if storage is not None and ("://" not in storage or storage.startswith("file://")):
+        check_output_path(Path(storage.removeprefix("file://")), "--checkpoint-storage")
+    return budget
+
+
+def job_options(cfg: Any, identity: dict[str, Any], budget: Any, tracker: Any) -> JobOptions:
+    """The job's options: the run options given (one definition, `RunOptions`), and these."""
+    from foxhunt.cli.train_config import qat_config
+    from foxhunt.jobs.train import JobOptions
+    from foxhunt.training.run_options import RunOptions
+
+    args = cfg.options
+    return JobOptions(
+        **{f.name: getattr(args, f.name) for f in fields(RunOptions)},
+        resume=args.resume is not None,
+        identity=identity,
+        qat=qat_config(cfg),
+        memory_budget=budget,
+        callbacks=() if tracker is None else (tracker,),
+    )
+
+
+def finish(result: JobResult, folder: RunFolder, report: bool, tracker: Any) -> None:
+    """The main rank's end: the folder committed, the table printed, the report written."""
+    from foxhunt.report import write_report
+
+    if tracker is not None:  # before the commit renames the folder its files are in
+        tracker.log_results(result.metrics)
+    final = folder.commit()  # complete: only now does it replace an earlier run
+    print(result.table)
+    print(f"run saved to {final} (metrics.json, model.safetensors, config.json)")
+    written = write_report(final, job=result) if report else None
+    if written is not None:
+        print(f"report: {written}")  # written from the job's model and data
+    if tracker is not None:
+        tracker.finish(final, written)
 
 
 def run_identity(workdir: Path, config: RunConfig, args: Any) -> dict[str, Any]:

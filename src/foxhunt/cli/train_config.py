@@ -8,36 +8,34 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from foxhunt.cli.generated import Section, Spelling, arguments, list_text
+from foxhunt.cli.common import DATA_FILE
+from foxhunt.cli.generated import Section, arguments
 from foxhunt.cli.presets import preset
 from foxhunt.cli.resolve import Command
+from foxhunt.cli.spellings import Spelling, list_text
+from foxhunt.config_fields import POSITIVE, setting
 from foxhunt.data import DataConfig
 from foxhunt.model.config import DATA_FIELDS, TFTConfig
 from foxhunt.model.names import MODEL_NAMES
 from foxhunt.quant import QATConfig
 from foxhunt.tracking import TrackingConfig
 from foxhunt.training.config import DEFAULT_TIMEOUT_S, TrainingConfig
+from foxhunt.training.run_options import RunOptions
 
 if TYPE_CHECKING:  # the run folder needs torch; `foxhunt train --help` imports none
     from foxhunt.runs import RunConfig
 
 
 @dataclass(frozen=True, kw_only=True)
-class TrainOptions:
-    """How `foxhunt train` runs, beyond what defines the run (not saved in config.json).
+class TrainOptions(RunOptions):
+    """How `foxhunt train` runs, beyond what defines the run (not saved in config.json): the
+    checkpoint and memory settings every train job has (`RunOptions`), and these.
 
     Attributes:
         output_dir: run folder (default: runs/<date-time>).
         resume: continue the run in this folder exactly where its last checkpoint left off.
-        resume_from: with resume: continue from the checkpoint of this optimizer step
-            (default: the last).
         overwrite: replace the run in the folder (the new run is written beside it and
             swapped in once complete).
-        checkpoint_every: also checkpoint every N optimizer steps (epochs always checkpoint).
-        keep_checkpoints: keep the last K checkpoints (+ the best).
-        checkpoint_storage: folder or fsspec URL (s3://...) for checkpoints.
-        memory_log_every: a memory debug line every N steps.
-        leak_threshold_mb: growth of memory across epochs reported as a leak.
         memory_budget: fit training in this size (512MB, 4GB, 4GiB) or auto (CUDA free
             memory): plans checkpointing and micro-batches from one probing step
             (docs/memory-budget.md).
@@ -49,20 +47,13 @@ class TrainOptions:
 
     output_dir: Path | None = None
     resume: Path | None = None
-    resume_from: int | None = None
     overwrite: bool = False
-    checkpoint_every: int | None = None
-    keep_checkpoints: int = 2
-    checkpoint_storage: str | None = None
-    memory_log_every: int = 100
-    leak_threshold_mb: float = 500.0
     memory_budget: str | None = None
     report: bool = True
     qat: bool = False
-    dist_timeout: float = DEFAULT_TIMEOUT_S
+    dist_timeout: float = setting(DEFAULT_TIMEOUT_S, range=POSITIVE)
 
 
-DATA_FILE = ("--parquet-file", "--csv-file", "--data-file")
 #: the data, model and training sections, shared with `foxhunt backtest`
 DATA = Section("data", DataConfig, exclude=("split",), aliases={"path": DATA_FILE})
 MODEL = Section("model", TFTConfig, exclude=DATA_FIELDS)
@@ -115,6 +106,7 @@ def run_command(
         args=tuple(arguments(sections, set(taken))),
         spellings=spellings,
         presets=preset,
+        configs=True,
         extra=add_model_class,
         set_aside={"data.split": split_refused},
     )

@@ -5,44 +5,30 @@ walk-forward backtest) on the base config that `foxhunt train`'s flags and --con
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from foxhunt.cli.generated import Section, Spelling
-from foxhunt.cli.resolve import Command, dump, resolve
+from foxhunt.cli.generated import Section
+from foxhunt.cli.resolve import Command, add_command, parsed
+from foxhunt.cli.spellings import Spelling
 from foxhunt.errors import FoxhuntError, UsageError
+from foxhunt.tune.settings import StudySettings
 
 
 @dataclass(frozen=True, kw_only=True)
-class StudyOptions:
-    """The study (docs/tuning.md).
+class StudyOptions(StudySettings):
+    """The study (docs/tuning.md): how it runs (`StudySettings`), its space and its folder.
 
     Attributes:
         space: the search space YAML (required).
-        trials: finished or pruned trials in all (also the backtest's count for the
-            deflated Sharpe).
-        storage: SQLAlchemy URL (default: sqlite:///DIR/study.db).
-        study_name: the study in the database.
-        pruner: "median", "hyperband" or "none".
-        startup_trials: median pruner: finished trials first.
-        keep: trial folders kept: "best" or "all".
-        backtest: objective: the walk-forward loss of a backtest (the backtest sections).
-        heartbeat: seconds; a trial silent twice as long is failed.
-        sampler_seed: seed of the TPE sampler.
+        backtest: objective: the walk-forward loss of a backtest (the backtest sections);
+            its trials count is the study's, for the deflated Sharpe.
         output_dir: study folder: trial-NNNN/, best.yaml (required).
     """
 
     space: Path | None = None
-    trials: int = 20
-    storage: str | None = None
-    study_name: str = "foxhunt"
-    pruner: Literal["median", "hyperband", "none"] = "median"
-    startup_trials: int = 2
-    keep: Literal["best", "all"] = "best"
     backtest: bool = False
-    heartbeat: int = 60
-    sampler_seed: int | None = None
     output_dir: Path | None = None
 
 
@@ -62,8 +48,6 @@ def tune_command() -> Command:
     )
     # --backtest is a switch, not a flag of its own: jsonargparse would read the option as the
     # backtest section's name
-    # --backtest is a switch, not a flag of its own: jsonargparse would read the option as the
-    # backtest section's name
     switch = Spelling("--backtest", lambda _: [("study.backtest", "true")], takes_value=False)
     return run_command(
         prog="foxhunt tune",
@@ -74,18 +58,16 @@ def tune_command() -> Command:
     )
 
 
+command = tune_command  # every subcommand module's name for its arguments
+
+
 def register(sub: Any) -> None:
-    # generated arguments, parsed by jsonargparse in `run` (as `foxhunt train`'s)
-    p = sub.add_parser(
-        "tune", help="hyperparameter search (Optuna) over any config field", add_help=False
-    )
-    p.set_defaults(run=run, generated=True)
+    add_command(sub, "tune", "hyperparameter search (Optuna) over any config field", run)
 
 
-def run(parsed: argparse.Namespace) -> int:
-    parser, cfg, show = resolve(tune_command(), parsed.argv)
-    if show:
-        print(dump(parser, cfg), end="")
+def run(line: argparse.Namespace) -> int:
+    cfg = parsed(tune_command(), line.argv)
+    if cfg is None:
         return 0
     args = cfg.study
     for name in ("space", "output_dir"):
@@ -112,12 +94,7 @@ def run(parsed: argparse.Namespace) -> int:
     check_output_file(args.output_dir, "--output-dir")  # not RUN/checkpoints, RUN/report
     base = run_config(cfg)
     tune = TuneConfig(
-        trials=args.trials,
-        storage=args.storage,
-        study_name=args.study_name,
-        pruner=args.pruner,
-        startup_trials=args.startup_trials,
-        keep=args.keep,
+        **{f.name: getattr(args, f.name) for f in fields(StudySettings)},
         backtest=BacktestConfig(
             **cfg.backtest.as_dict(),
             costs=CostModel(**cfg.costs.as_dict()),
@@ -126,8 +103,6 @@ def run(parsed: argparse.Namespace) -> int:
         )
         if args.backtest
         else None,
-        heartbeat=args.heartbeat,
-        sampler_seed=args.sampler_seed,
     )
     space = read_space(args.space, base)
     study = run_study(base, space, args.output_dir, tune)

@@ -1,5 +1,7 @@
 """Data configuration: which bars, how they are cut into windows and split in time."""
 
+# long: one keyword-only dataclass whose documented fields and checks read best together
+
 from __future__ import annotations
 
 import zoneinfo
@@ -9,7 +11,16 @@ from typing import Any, Literal, get_args
 
 import pandas as pd
 
-from foxhunt.config_fields import check_known_fields, with_legacy_values
+from foxhunt.config_fields import (
+    FRACTION,
+    SEED,
+    Range,
+    check_known_fields,
+    check_ranges,
+    saved_as,
+    setting,
+    with_legacy_values,
+)
 from foxhunt.data.calendar_setting import parse_calendar
 from foxhunt.data.features.registry import parse_groups
 from foxhunt.data.timesplit import TimeSplit
@@ -79,6 +90,7 @@ def parse_bound(value: str | None, timezone: str | None, name: str) -> pd.Timest
     return stamp
 
 
+@saved_as("data")
 @dataclass(frozen=True, kw_only=True)
 class DataConfig:
     """Where the bars come from, how windows are cut and how time is split.
@@ -167,28 +179,30 @@ class DataConfig:
     start: str | None = None
     end: str | None = None
     symbols: tuple[str, ...] = ()
-    contract_column: str | None = "auto"
+    contract_column: str | None = setting("auto", legacy=None)  # contract columns were ignored
     roll_adjust: str | None = None
     timezone: str | None = None
     timestamp_column: str | None = None
     symbol_column: str = "symbol"
-    lookback: int = 64
-    horizon: int = 8
+    lookback: int = setting(64, range=Range(1, 100_000))
+    horizon: int = setting(8, range=Range(1, 10_000))
     max_gap: str | None = "auto"
-    calendar: str = "auto"
-    cross_breaks: bool = False
-    val_fraction: float = 0.15
-    test_fraction: float = 0.15
+    calendar: str = setting("auto", legacy="none")
+    cross_breaks: bool = setting(False, legacy=False)
+    val_fraction: float = setting(0.15, range=FRACTION)
+    test_fraction: float = setting(0.15, range=FRACTION)
     split: TimeSplit | None = None
     observed_columns: tuple[str, ...] = ()
     known_columns: tuple[str, ...] = ()
     volatility_windows: tuple[int, ...] = (12, 48)
-    feature_groups: tuple[str, ...] = ()
-    baseline_window: int = 64
-    fast_window: int = 16
-    base: Base = "realized_vol"
-    synthetic_days: int = 60
-    synthetic_seed: int = 0
+    # runs saved before the feature library: today's inputs only (as JSON holds it)
+    feature_groups: tuple[str, ...] = setting((), legacy=[])
+    baseline_window: int = setting(64, range=Range(2, 100_000))
+    fast_window: int = setting(16, range=Range(0, 100_000), legacy=0)
+    # the rolling base, the only one before DataConfig.base
+    base: Base = setting("realized_vol", legacy="realized_vol")
+    synthetic_days: int = setting(60, range=Range(1, 10_000))
+    synthetic_seed: int = setting(0, range=SEED)
     synthetic_symbols: tuple[str, ...] = ("ES",)
 
     def __post_init__(self) -> None:
@@ -227,6 +241,11 @@ class DataConfig:
             raise _fail("cross_breaks", self.cross_breaks, "must be true or false")
         if self.cross_breaks and self.calendar == "none":
             raise _fail("cross_breaks", True, "needs a calendar: set calendar (--calendar NAME)")
+        self._check_windows()
+        check_ranges(self, "DataConfig")  # the upper bounds the checks leave
+
+    def _check_windows(self) -> None:
+        """The splits' shares, the volatility windows, the base and the feature groups."""
         for name in ("val_fraction", "test_fraction"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or not 0.0 <= value < 1.0:

@@ -12,21 +12,17 @@ from foxhunt.data import PreparedData
 from foxhunt.model.config import TFTConfig
 from foxhunt.quant import QATConfig
 from foxhunt.training.distributed import DistributedContext
+from foxhunt.training.run_options import RunOptions
 
 
 @dataclass(frozen=True, kw_only=True)
-class JobOptions:
-    """How the job runs, beyond what defines the run (not saved in config.json)."""
+class JobOptions(RunOptions):
+    """How the job runs, beyond what defines the run (not saved in config.json): the
+    checkpoint and memory settings of `RunOptions`, and what the caller decides."""
 
     resume: bool = False
-    checkpoint_every: int | None = None  # optimizer steps between checkpoints; epochs always
-    keep_checkpoints: int = 2
-    checkpoint_storage: str | None = None  # folder or fsspec URL; default RUN_DIR/checkpoints
-    memory_log_every: int = 100
-    leak_threshold_mb: float = 500.0
     qat: QATConfig | None = None  # quantization-aware training (foxhunt.quant); None = FP32
     memory_budget: float | str | None = None  # bytes or "auto" (memory/oom.py); None = no plan
-    resume_from: int | None = None  # optimizer step of the checkpoint to resume; None = last
     identity: dict[str, Any] | None = None  # identity.py: checkpoints belong to this run
     #: the caller's training callbacks (training/callbacks.py: loggers, trackers), on the main
     #: rank after the job's own and before the checkpointer, which thus saves their state

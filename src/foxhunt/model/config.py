@@ -1,12 +1,22 @@
 """Model configuration: the architecture of one Temporal Fusion Transformer, nothing else."""
 
+# long: one keyword-only dataclass whose documented fields and checks read best together
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from itertools import pairwise
 from typing import Any, Literal, NamedTuple, get_args
 
-from foxhunt.config_fields import check_known_fields, with_legacy_values
+from foxhunt.config_fields import (
+    FRACTION,
+    Range,
+    check_known_fields,
+    check_ranges,
+    saved_as,
+    setting,
+    with_legacy_values,
+)
 from foxhunt.errors import ConfigError
 
 #: Top-level segments of :class:`~foxhunt.model.tft.TemporalFusionTransformer`: the names an
@@ -61,6 +71,7 @@ def _fail(name: str, value: object, fix: str) -> ConfigError:
     return ConfigError(f"TFTConfig.{name}={value!r}: {fix}")
 
 
+@saved_as("model")
 @dataclass(frozen=True, kw_only=True)
 class TFTConfig:
     """Architecture of a Temporal Fusion Transformer.
@@ -91,7 +102,7 @@ class TFTConfig:
     """Width d_model of every block after variable selection."""
     variable_hidden_size: int = 8
     """Width of each variable's input embedding inside the variable selection networks."""
-    attention_heads: int = 4
+    attention_heads: int = setting(4, range=Range(1, 4096))
     """Heads of the interpretable attention; must divide hidden_size."""
     lookback: int | None = None
     """Past time steps the encoder sees (>= 1). From the data (``DataConfig.lookback``)."""
@@ -99,11 +110,11 @@ class TFTConfig:
     """Future time steps predicted (>= 1). From the data (``DataConfig.horizon``)."""
     quantiles: tuple[float, ...] = (0.1, 0.5, 0.9)
     """Predicted quantile levels, strictly increasing, each in (0, 1)."""
-    dropout: float = 0.1
+    dropout: float = setting(0.1, range=FRACTION)
     """Dropout rate on the input of every gating layer, in [0, 1)."""
     lstm_layers: int = 1
     """Stacked LSTM layers in the encoder and in the decoder (>= 1)."""
-    output: Output = "baseline"
+    output: Output = setting("baseline", legacy="direct")
     """What the output head predicts. "baseline" (the default since it won on validation,
     docs/forecasting.md): a correction, in standardized units, to the Gaussian quantiles of a rolling
     volatility baseline: quantiles = batch.scale * (z_q + correction), where batch.scale [B, H]
@@ -112,17 +123,17 @@ class TFTConfig:
     exactly the baseline (model/baseline_head.py). Batches must then carry ``scale``.
     "direct": the quantiles themselves (eq. 23 of the paper; runs saved before this field
     existed load as "direct")."""
-    learn_spread: bool | None = None
+    learn_spread: bool | None = setting(None, legacy=False)
     """With output="baseline": also learn a factor exp(a) per horizon step and quantile on
     z_q (a starts at 0), i.e. how much wider or narrower than Gaussian each quantile is.
     None (the default) = on for output="baseline", off for "direct"; runs saved before the
     default changed load with False."""
-    vol_signals: int | None = None
+    vol_signals: int | None = setting(None, range=Range(0, MAX_VOL_SIGNALS), legacy=0)
     """With output="baseline": volatility signals the baseline leans on (batch.vol_signal
     [B, K], each the log ratio of a faster volatility to the base one): the scale becomes
     batch.scale * exp(w . signal), w learned and starting at 0. Set from the data (1 when
     DataConfig.fast_window is on); 0 for runs saved before the field existed."""
-    sort_quantiles: bool = True
+    sort_quantiles: bool = setting(True, legacy=False)
     """Rearrange each forecast's quantiles into increasing order (Chernozhukov, Fernandez-Val
     and Galichon 2010), in training and prediction alike, so they never cross; sorting can
     only lower the pinball loss of a crossed forecast. Runs saved before the field load
@@ -189,6 +200,7 @@ class TFTConfig:
             raise _fail("vol_signals", self.vol_signals, f"must be <= {MAX_VOL_SIGNALS}")
         if self.vol_signals and self.output != "baseline":
             raise _fail("vol_signals", self.vol_signals, 'only applies to output="baseline"')
+        check_ranges(self, "TFTConfig")  # the upper bounds the checks above leave
 
     def _check_quantiles(self) -> None:
         qs = self.quantiles

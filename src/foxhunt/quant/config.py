@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, get_args
 
-from foxhunt.config_fields import check_known_fields
+from foxhunt.config_fields import Range, check_known_fields, setting
 from foxhunt.errors import ConfigError
 
 #: The activation grids of torch's CPU int8 engines, by the engine's name (``QATConfig.backend``).
@@ -24,7 +24,7 @@ LEGACY_LSTM = {"dynamic": "int8-weights"}
 class QATConfig:
     """How ``prepare_qat`` fake-quantizes a TFT (see docs/QAT_GUIDE.md)."""
 
-    freeze_after: int = 200
+    freeze_after: int = setting(200, range=Range(1))
     """Training steps (train-mode forward passes) during which the observers track weight and
     activation ranges; after them every scale and zero point is frozen and only the weights
     keep learning under fixed quantization grids (>= 1)."""

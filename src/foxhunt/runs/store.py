@@ -101,7 +101,7 @@ def read_run_config(run_dir: Path) -> RunConfig:
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
         raise RunFileError(f"{path}: a field has the wrong type or is missing ({exc})") from None
     rebuilt = config.to_dict()
-    check_round_trip(  # a field older runs lack is filled from LEGACY_VALUES, not damaged
+    check_round_trip(  # a field older runs lack is filled with its legacy value, not damaged
         path,
         {k: with_legacy_values(k, sections[k]) for k in CONFIG_SECTIONS},
         {k: rebuilt[k] for k in CONFIG_SECTIONS},

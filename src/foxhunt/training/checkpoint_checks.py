@@ -32,7 +32,7 @@ def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def config_differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
-    # a field the checkpoint predates reads as its value then (config_fields.LEGACY_VALUES)
+    # a field the checkpoint predates reads as its value then (its legacy value, config_fields.setting)
     saved = {k: with_legacy_values(k, v) if isinstance(v, Mapping) else v for k, v in saved.items()}
     a, b = flatten(saved), flatten(current)
     return [

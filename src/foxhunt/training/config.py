@@ -5,7 +5,17 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from foxhunt.config_fields import check_known_fields, with_legacy_values
+from foxhunt.config_fields import (
+    FRACTION,
+    POSITIVE,
+    SEED,
+    Range,
+    check_known_fields,
+    check_ranges,
+    saved_as,
+    setting,
+    with_legacy_values,
+)
 from foxhunt.errors import ConfigError, FoxhuntError
 
 if TYPE_CHECKING:
@@ -25,6 +35,7 @@ DEFAULT_TIMEOUT_S = 300.0
 ``training/distributed.py``)."""
 
 
+@saved_as("training")
 @dataclass(frozen=True, kw_only=True)
 class TrainingConfig:
     """Optimization settings.
@@ -76,29 +87,29 @@ class TrainingConfig:
             it may change on resume.
     """
 
-    epochs: int = 5
+    epochs: int = setting(5, range=Range(1, 1_000_000))
     batch_size: int = 64
     eval_batch_size: int = 512
-    lr: float = 1e-3
+    lr: float = setting(1e-3, range=POSITIVE)
     weight_decay: float = 1e-4
     grad_clip: float = 1.0
-    patience: int = 3
+    patience: int = setting(3, range=Range(0))
     min_delta: float = 0.0
-    seed: int = 0
+    seed: int = setting(0, range=SEED)
     device: Device = "auto"
     precision: Precision = "fp32"
     max_steps_per_epoch: int | None = None
     max_nonfinite_steps: int = 5
-    num_workers: int = 0
+    num_workers: int = setting(0, range=Range(0, 256))
     loss_weighting: LossWeighting = "none"
-    validate_initial: bool = True
-    calibrate: bool = True
-    initial_confidence: float = 0.95
-    lr_schedule: LRSchedule = "constant"
-    warmup_steps: int | None = None
-    warmup_fraction: float = 0.05
-    min_lr: float = 0.0
-    threads: int = 0
+    validate_initial: bool = setting(True, legacy=False)
+    calibrate: bool = setting(True, legacy=False)
+    initial_confidence: float = setting(0.95, range=FRACTION, legacy=0.0)
+    lr_schedule: LRSchedule = setting("constant", legacy="constant")
+    warmup_steps: int | None = setting(None, range=Range(0), legacy=None)
+    warmup_fraction: float = setting(0.05, range=FRACTION, legacy=0.05)
+    min_lr: float = setting(0.0, legacy=0.0)
+    threads: int = setting(0, range=Range(0, 1024), legacy=0)  # legacy: torch chose
 
     def __post_init__(self) -> None:
         positive = ("epochs", "batch_size", "eval_batch_size", "max_nonfinite_steps")
@@ -141,6 +152,7 @@ class TrainingConfig:
             raise ConfigError(
                 f"training.precision must be one of {PRECISIONS}, got {self.precision!r}"
             )
+        check_ranges(self, "training")  # the upper bounds the checks above leave
 
     def _check_schedule(self) -> None:
         if self.lr_schedule not in LR_SCHEDULES:
