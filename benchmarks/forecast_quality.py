@@ -177,11 +177,63 @@ def single_split_tables(frame: pd.DataFrame, resamples: int) -> list[str]:
                 f"{name} | {measure} | {s['tft']:.4f} | {s['baseline']:.4f} | "
                 f"{s['diff']:+.4f} | [{s['low']:+.4f}, {s['high']:+.4f}] ({verdict})"
             )
+    return [*lines, "", *frame_table(frame, resamples)]
+
+
+def frame_table(frame: pd.DataFrame, resamples: int) -> list[str]:
+    """The table of every forecaster of a forecast frame (`test_forecasts.parquet`)."""
     w = windows_of(frame)
     metrics = {name: forecaster_metrics(w, name) for name in w.forecasts}
-    block = {"metrics": metrics[TFT], "baselines": metrics}
-    scores = fold_scores(block)
-    return [*lines, "", *table(scores, differences(w, resamples))]
+    scores = fold_scores({"metrics": metrics[TFT], "baselines": metrics})
+    return table(scores, differences(w, resamples))
+
+
+def forecasts(folder: Path, fold: int | None) -> pd.DataFrame:
+    where = folder if fold is None else folder / "folds" / str(fold) / "run"
+    return pd.read_parquet(where / "test_forecasts.parquet")
+
+
+def versus(run: Path, others: dict[str, Path], fold: int | None) -> pd.DataFrame:
+    """The test forecasts of `run` (fold `fold`; None: a single split) with each other run's
+    TFT as a forecaster of that name, on the windows they all forecast: the same bars, folds,
+    horizon and quantile levels, so the losses are paired."""
+    frame = forecasts(run, fold)
+    keys, own = ["symbol", "origin", "step"], [f"q{q:g}" for q in quantile_levels(frame)]
+    for name, folder in others.items():
+        other = forecasts(folder, fold)
+        shape, theirs = (frame["step"].max(), own), (other["step"].max(), list(other.columns))
+        if shape[0] != theirs[0] or not set(own) <= set(theirs[1]):
+            raise SystemExit(
+                f"--versus {name}={folder}: it forecasts {theirs[0]} steps at "
+                f"{quantile_levels(other)}, this run {shape[0]} at {quantile_levels(frame)}: "
+                "give it the same --horizon and --quantiles"
+            )
+        renamed = {c: f"{name}:{c}" for c in own} | {"realized_bp": "other_realized"}
+        frame = frame.merge(other[[*keys, "realized_bp", *own]].rename(columns=renamed), on=keys)
+        if not np.allclose(frame["realized_bp"], frame["other_realized"], atol=1e-3):
+            raise SystemExit(f"--versus {name}={folder}: other targets: not the same bars")
+        frame = frame.drop(columns="other_realized")
+    return frame
+
+
+def versus_tables(
+    run: Path, others: dict[str, Path], result: dict[str, Any], resamples: int
+) -> list[str]:
+    """Lines: per fold and pooled, the table over the windows every run forecast."""
+    lines: list[str] = []
+    frames = []
+    for k, block in enumerate(result["folds"]):
+        for name, folder in others.items():
+            theirs = json.loads((folder / "backtest.json").read_text())["folds"]
+            if len(theirs) <= k or theirs[k]["test"] != block["test"]:
+                raise SystemExit(f"--versus {name}={folder}: fold {k} tests other bars")
+        frames.append(versus(run, others, k))
+        windows = len(frames[-1]) // int(frames[-1]["step"].max())
+        lines += [f"fold {k}, {windows} paired windows:", "", *frame_table(frames[-1], resamples)]
+        lines.append("")
+    pooled = pd.concat(frames, ignore_index=True)
+    windows = len(pooled) // int(pooled["step"].max())
+    return [*lines, f"pooled, {windows} paired windows:", "", *frame_table(pooled, resamples)]
 
 
 def _run(cmd: list[str], out: Path) -> float:
@@ -189,6 +241,13 @@ def _run(cmd: list[str], out: Path) -> float:
     started = time.perf_counter()
     subprocess.run([sys.executable, "-m", "foxhunt", *cmd, "--output-dir", str(out)], check=True)
     return time.perf_counter() - started
+
+
+def _named(text: str) -> tuple[str, Path]:
+    name, sep, folder = text.partition("=")
+    if not sep or not name or ":" in name or name == TFT:
+        raise SystemExit(f"--versus {text!r}: give NAME=DIR (NAME without ':', not {TFT!r})")
+    return name, Path(folder)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -199,12 +258,21 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--folds", type=int, default=4, help="walk-forward folds (default 4)")
     p.add_argument("--single-split", action="store_true", help="one train/test split per seed")
     p.add_argument("--resamples", type=int, default=2000)
+    p.add_argument(
+        "--versus",
+        nargs="+",
+        default=[],
+        metavar="NAME=DIR",
+        help="other backtest (or, with --single-split, run) folders of the same seed, whose\n"
+        "TFT joins the tables as NAME on the windows both forecast (same horizon, levels)",
+    )
     p.add_argument("extra", nargs="*", help="flags for foxhunt backtest / train, after --")
     args = p.parse_args(argv)
     if not args.data.is_file():
         raise SystemExit(f"{args.data} not found: pass --data PATH (see ../shared/data/README.md)")
     if args.folds < 1:
         raise SystemExit(f"--folds {args.folds}: give at least 1")
+    others = dict(_named(v) for v in args.versus)
     common = ["--parquet-file", str(args.data), "--max-gap", "10min"]
     for seed in args.seeds:
         run = args.runs / f"seed{seed}"
@@ -215,6 +283,8 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"seed {seed}: trained in {seconds:.0f} s")
             frame = pd.read_parquet(run / "test_forecasts.parquet")
             lines = single_split_tables(frame, args.resamples)
+            if others:
+                lines += ["", *frame_table(versus(run, others, None), args.resamples)]
             print(f"\nseed {seed}, single split ({run}):\n", *lines, sep="\n", end="\n\n")
             continue
         if not (run / "backtest.json").is_file():
@@ -223,6 +293,9 @@ def main(argv: list[str] | None = None) -> None:
             print(f"seed {seed}: backtest in {seconds:.0f} s")
         result = json.loads((run / "backtest.json").read_text())
         lines = walk_forward_tables(result)
+        if others:
+            paired = versus_tables(run, others, result, args.resamples)
+            lines += ["", f"versus {', '.join(others)}:", "", *paired]
         print(f"\nseed {seed}, walk-forward ({run}):\n", *lines, sep="\n", end="\n\n")
 
 

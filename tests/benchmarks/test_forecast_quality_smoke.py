@@ -108,6 +108,16 @@ def test_walk_forward_tables_per_fold_and_pooled(
     # a second call reads the backtest back: the same tables, nothing run again
     bench.main(["--data", str(bars), "--runs", str(runs), "--folds", "2", "--", *small])
     assert capsys.readouterr().out.split("\nfold ")[1:] == tables
+    # --versus: another backtest's TFT as a forecaster on the paired windows (here its own)
+    argv = ["--data", str(bars), "--runs", str(runs), "--versus", f"again={runs / 'seed0'}"]
+    bench.main(argv)
+    paired = capsys.readouterr().out.split("versus again:")[1]
+    assert f"pooled, {summary['windows']} paired windows" in paired
+    pooled = paired.split("pooled,")[1].splitlines()
+    mean = {r.split(" | ")[0].removesuffix(" *"): r.split(" | ")[1] for r in pooled if " | " in r}
+    assert mean["again"] == mean["tft"] == f"{summary['mean_quantile_loss']['mean']:.4f}"
+    with pytest.raises(SystemExit, match="NAME=DIR"):
+        bench.main([*argv[:4], "--versus", f"tft={runs}"])
 
 
 def test_bad_folds_is_one_line(bench: ModuleType, tmp_path: Path) -> None:
