@@ -1,4 +1,5 @@
-"""benchmarks/forecast_quality.py: its losses are the run's own, its interval is a bootstrap."""
+"""benchmarks/forecast_quality.py: its losses are the run's (or the backtest's) own, per fold
+and pooled, and its interval is a bootstrap."""
 
 from __future__ import annotations
 
@@ -39,8 +40,13 @@ def test_scores_reproduce_the_runs_metrics(bench: ModuleType, tmp_path: Path) ->
     metrics = json.loads((run / "metrics.json").read_text())
     assert {"realized_vol", "garch_t", "historical_quantiles"} <= set(scores)
     assert set(scores) <= set(metrics["baselines"]) - {"zero"}
-    rows = bench.difference_rows(frame, resamples=200)
-    assert sorted(r.split(" | ")[0] for r in rows) == sorted(["tft", *metrics["baselines"]])
+    rows = bench.single_split_tables(frame, resamples=200)
+    table = rows[rows.index("") + 3 :]  # after the differences, a blank line and the header
+    names = [r.split(" | ")[0].removesuffix(" *") for r in table]
+    assert sorted(names) == sorted(["tft", *metrics["baselines"]])
+    tft = next(r.split(" | ") for r in table if r.startswith("tft"))
+    assert float(tft[1]) == pytest.approx(metrics["test"]["mean_quantile_loss"], abs=1e-4)
+    assert float(tft[4]) == pytest.approx(metrics["test"]["coverage"]["observed"], abs=1e-3)
     for name, measures in scores.items():
         s = measures["mean"]
         assert s["tft"] == pytest.approx(metrics["test"]["mean_quantile_loss"], rel=1e-6)
@@ -53,6 +59,72 @@ def test_scores_reproduce_the_runs_metrics(bench: ModuleType, tmp_path: Path) ->
             assert tail["tft"] == pytest.approx(metrics["test"]["quantile_loss"][q], rel=1e-6)
             want = metrics["baselines"][name]["quantile_loss"][q]
             assert tail["baseline"] == pytest.approx(want, rel=1e-6)
+
+
+def pinball_mean(frame: pd.DataFrame, prefix: str, q: float) -> float:
+    realized = frame["realized_bp"].to_numpy()
+    pred = frame[f"{prefix}q{q:g}"].to_numpy()
+    return float(np.mean(np.maximum(q * (realized - pred), (q - 1) * (realized - pred))))
+
+
+def test_walk_forward_tables_per_fold_and_pooled(
+    bench: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bars = tmp_path / "bars.parquet"
+    generate_bars(days=12, seed=2).to_parquet(bars)
+    small = ["--lookback", "16", "--horizon", "4", "--baseline-window", "16",
+             "--fast-window", "4", "--volatility-windows", "4,8", "--hidden-size", "8",
+             "--variable-hidden-size", "4", "--attention-heads", "2", "--epochs", "1",
+             "--max-steps-per-epoch", "2", "--batch-size", "32", "--resamples", "200"]  # fmt: skip
+    runs = tmp_path / "runs"
+    bench.main(["--data", str(bars), "--runs", str(runs), "--folds", "2", "--", *small])
+    out = capsys.readouterr().out
+    result = json.loads((runs / "seed0" / "backtest.json").read_text())
+    assert len(result["folds"]) == 2 and "seed 0, walk-forward" in out
+    tables = out.split("\nfold ")[1:]
+    assert len(tables) == 2 and "pooled: 2 folds" in tables[-1]
+    for k, block in enumerate(result["folds"]):
+        rows = [r.split(" | ") for r in tables[k].splitlines() if r.startswith(("tft", "garch"))]
+        tft, garch = rows[0], rows[1]
+        assert float(tft[1]) == pytest.approx(block["metrics"]["mean_quantile_loss"], abs=1e-4)
+        dm = block["differences"]["dm"]["garch_t"]["pvalue"]
+        assert float(garch[6]) == pytest.approx(dm, abs=1e-3)
+        assert garch[7].split(" ")[0] in ("in", "out")
+    # pooled: the losses of every fold's test windows together, as the summary keeps them
+    folds = runs / "seed0" / "folds"
+    frame = pd.concat(
+        [pd.read_parquet(folds / str(k) / "run" / "test_forecasts.parquet") for k in (0, 1)]
+    )
+    pooled = tables[-1].split("pooled:")[1]
+    tft = next(r.split(" | ") for r in pooled.splitlines() if r.startswith("tft"))
+    summary = result["summary"]
+    assert float(tft[1]) == pytest.approx(summary["mean_quantile_loss"]["mean"], abs=1e-4)
+    for column, q in ((2, 0.1), (3, 0.9)):
+        assert float(tft[column]) == pytest.approx(pinball_mean(frame, "", q), abs=1e-4)
+        want = pinball_mean(frame, "garch_t:", q)
+        assert summary["baselines"]["garch_t"]["quantile_loss"][f"{q:g}"] == pytest.approx(want)
+    levels = summary["quantile_loss"].values()
+    assert np.mean(list(levels)) == pytest.approx(summary["mean_quantile_loss"]["mean"])
+    # a second call reads the backtest back: the same tables, nothing run again
+    bench.main(["--data", str(bars), "--runs", str(runs), "--folds", "2", "--", *small])
+    assert capsys.readouterr().out.split("\nfold ")[1:] == tables
+    # --versus: another backtest's TFT as a forecaster on the paired windows (here its own)
+    argv = ["--data", str(bars), "--runs", str(runs), "--versus", f"again={runs / 'seed0'}"]
+    bench.main(argv)
+    paired = capsys.readouterr().out.split("versus again:")[1]
+    assert f"pooled, {summary['windows']} paired windows" in paired
+    pooled = paired.split("pooled,")[1].splitlines()
+    mean = {r.split(" | ")[0].removesuffix(" *"): r.split(" | ")[1] for r in pooled if " | " in r}
+    assert mean["again"] == mean["tft"] == f"{summary['mean_quantile_loss']['mean']:.4f}"
+    with pytest.raises(SystemExit, match="NAME=DIR"):
+        bench.main([*argv[:4], "--versus", f"tft={runs}"])
+
+
+def test_bad_folds_is_one_line(bench: ModuleType, tmp_path: Path) -> None:
+    bars = tmp_path / "bars.parquet"
+    bars.write_bytes(b"")
+    with pytest.raises(SystemExit, match="--folds 0"):
+        bench.main(["--data", str(bars), "--runs", str(tmp_path), "--folds", "0"])
 
 
 def test_block_bootstrap_moves_whole_blocks() -> None:

@@ -21,7 +21,7 @@ from foxhunt.backtest.scoring import (
 )
 from foxhunt.backtest.signal import CostModel
 from foxhunt.backtest.stats import block_bootstrap, deflated_sharpe_of, sharpe
-from foxhunt.task import compare_forecasters, coverage_tests
+from foxhunt.task import compare_forecasters, coverage_tests, pinball
 from foxhunt.task.bootstrap import day_blocks
 
 if TYPE_CHECKING:
@@ -88,6 +88,15 @@ def _interval(values: np.ndarray, days: np.ndarray, resamples: int) -> dict[str,
     return {"mean": float(values[ok].mean()), "ci95": [low, high]}
 
 
+def _quantile_losses(w: Windows, pred: np.ndarray) -> dict[str, float]:
+    """{level: mean pinball loss} over the windows with a forecast (NaN rows: unfitted)."""
+    ok = np.isfinite(pred).all(axis=(1, 2))
+    if not ok.any():
+        return {f"{q:g}": float("nan") for q in w.quantiles}
+    p, t = pred[ok], w.target[ok]
+    return {f"{q:g}": float(pinball(p[..., i], t, q).mean()) for i, q in enumerate(w.quantiles)}
+
+
 def _scores(w: Windows, name: str, resamples: int) -> dict[str, Any]:
     pred, days = w.forecasts[name], w.days
     covered = (w.target >= pred[..., 0]) & (w.target <= pred[..., -1])
@@ -95,6 +104,7 @@ def _scores(w: Windows, name: str, resamples: int) -> dict[str, Any]:
         "mean_quantile_loss": _interval(
             window_losses(pred, w.target, w.quantiles), days, resamples
         ),
+        "quantile_loss": _quantile_losses(w, pred),
         "crps": _interval(crps(pred, w.target, w.quantiles), days, resamples),
         "coverage": _interval(covered.mean(axis=1).astype(np.float64), days, resamples),
     }
