@@ -17,11 +17,11 @@ class PlantedWindows(torch.utils.data.Dataset[TFTBatch]):
     """Targets whose true standard deviation is scale * exp(0.5 * signal): the geometric mean
     of the base and the fast volatility, so the right signal weight is 0.5."""
 
-    def __init__(self, n: int = 4000, horizon: int = 3, seed: int = 0) -> None:
+    def __init__(self, n: int = 4000, horizon: int = 3, seed: int = 0, weight: float = 0.5) -> None:
         g = torch.Generator().manual_seed(seed)
         self.scale = torch.rand(n, horizon, generator=g) + 0.5
         self.signal = torch.randn(n, 1, generator=g) * 0.6
-        sd = self.scale * (0.5 * self.signal).exp()
+        sd = self.scale * (weight * self.signal).exp()
         self.target = sd * torch.randn(n, horizon, generator=g)
 
     def __len__(self) -> int:
@@ -58,6 +58,25 @@ def test_calibration_recovers_a_planted_signal_weight() -> None:
     assert model.baseline.signal_weight.dtype == torch.float32  # back to the model's dtype
     assert float(model.baseline.signal_weight.detach()) == pytest.approx(0.5, abs=0.05)
     assert model.baseline.signal_weight.grad is None
+
+
+def test_a_fit_that_does_worse_on_validation_is_dropped() -> None:
+    """Train says weight 0.5, validation says -0.5: the model starts at its base instead."""
+    model = _model()
+    quantiles = model.config.quantiles
+    against = PlantedWindows(seed=1, weight=-0.5)
+    record = calibrate_baseline(model, PlantedWindows(), quantiles, validation=against)
+    assert record is not None and record["val_loss_fitted"] > record["val_loss_before"]
+    assert model.baseline is not None and model.baseline.signal_weight is not None
+    assert float(model.baseline.signal_weight.detach().abs()) == 0.0
+    assert record["train_loss_after"] == record["train_loss_before"]
+    kept = _model()  # a validation span that agrees keeps the fit
+    record = calibrate_baseline(
+        kept, PlantedWindows(), quantiles, validation=PlantedWindows(seed=2)
+    )
+    assert record is not None and record["val_loss_fitted"] < record["val_loss_before"]
+    assert kept.baseline is not None and kept.baseline.signal_weight is not None
+    assert float(kept.baseline.signal_weight.detach()) == pytest.approx(0.5, abs=0.05)
 
 
 def test_calibration_fits_the_spread_and_is_deterministic() -> None:

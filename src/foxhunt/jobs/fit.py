@@ -109,6 +109,7 @@ def fit(built: BuiltRun, job: JobSetting, memory: MemoryBudget | None = None) ->
             built.data.train,
             built.config.model.quantiles,
             loss_weighting=built.config.training.loss_weighting,
+            validation=built.data.validation,  # a fit that does worse there is dropped
         )
         if record is not None and ctx.is_main:
             append_history(output_dir, record)

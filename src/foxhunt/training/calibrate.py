@@ -7,14 +7,16 @@ network trains; but with the network's correction at zero (its initial value) th
 smooth function of those few numbers alone, so full-batch L-BFGS over every training window
 fits them in a second, deterministically. The model then starts from a calibrated log-linear
 volatility forecast, which `validate_initial` holds as the candidate the trained epochs must
-beat on validation.
+beat on validation. A fit that raises the validation loss is dropped: the model then starts at
+its base's Gaussian quantiles, so (with `validate_initial`) it is never worse on validation
+than its base, the best volatility baseline on validation under `--base auto`.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -51,10 +53,12 @@ def calibrate_baseline(
     quantiles: Sequence[float],
     *,
     loss_weighting: str = "none",
+    validation: Dataset[TFTBatch] | None = None,
 ) -> dict[str, Any] | None:
     """Fit the baseline head's calibration parameters in place (float64 L-BFGS, the network's
     correction held at zero); a history record of what changed, or None if there is nothing
-    to fit. A fit that does not lower the training loss leaves the parameters at zero."""
+    to fit. A fit that does not lower the training loss, or raises the loss on `validation`,
+    leaves the parameters at zero."""
     head = getattr(model, "baseline", None)
     if not isinstance(head, BaselineQuantiles) or len(dataset) == 0:  # type: ignore[arg-type]
         return None
@@ -65,6 +69,7 @@ def calibrate_baseline(
     weight = scale if loss_weighting == "inverse_scale" else None
     zero = torch.zeros(*target.shape, len(quantiles), dtype=torch.float64)
     work = head.double()  # a float64 fit: the same answer on every CPU and thread count
+    held_out: tuple[float, float] | None = None
     try:
 
         def loss() -> Tensor:
@@ -72,17 +77,7 @@ def calibrate_baseline(
 
         with torch.no_grad():
             before = float(loss())
-        optimizer = torch.optim.LBFGS(
-            params, lr=1.0, max_iter=200, tolerance_change=1e-12, line_search_fn="strong_wolfe"
-        )
-
-        def closure() -> Tensor:
-            optimizer.zero_grad()
-            value = loss()
-            value.backward()
-            return value
-
-        optimizer.step(closure)
+        _lbfgs(params, loss)
         with torch.no_grad():
             after = float(loss())
             if not math.isfinite(after) or after > before:
@@ -92,13 +87,68 @@ def calibrate_baseline(
                 after = before
         for p in params:
             p.grad = None
+        held_out = _validation_losses(work, params, validation, quantiles, loss_weighting)
+        if held_out is not None and held_out[1] > held_out[0]:
+            _drop_fit(params, held_out)
+            after = before
     finally:
         head.float()
     record: dict[str, Any] = {"event": "calibration", "train_loss_before": before}
     record["train_loss_after"] = after
+    if held_out is not None:
+        record["val_loss_before"], record["val_loss_fitted"] = held_out
     if head.signal_weight is not None:
         record["signal_weight"] = head.signal_weight.detach().tolist()
     if head.log_spread is not None:
         record["log_spread"] = head.log_spread.detach().tolist()
     log.info("calibrated the baseline output on train: loss %.5f -> %.5f", before, after)
     return record
+
+
+def _validation_losses(
+    head: BaselineQuantiles,
+    params: list[nn.Parameter],
+    validation: Dataset[TFTBatch] | None,
+    quantiles: Sequence[float],
+    loss_weighting: str,
+) -> tuple[float, float] | None:
+    """(loss at zero, loss as fitted) of the float64 head on `validation`; None without one."""
+    if validation is None or len(validation) == 0:  # type: ignore[arg-type]
+        return None
+    scale, signal, target = _gather(validation)
+    weight = scale if loss_weighting == "inverse_scale" else None
+    zero = torch.zeros(*target.shape, len(quantiles), dtype=torch.float64)
+    with torch.no_grad():
+        fitted = float(quantile_loss(head(zero, scale, signal), target, quantiles, weight))
+        saved = [p.detach().clone() for p in params]
+        for p in params:
+            p.zero_()
+        base = float(quantile_loss(head(zero, scale, signal), target, quantiles, weight))
+        for p, value in zip(params, saved, strict=True):
+            p.copy_(value)
+    return base, fitted
+
+
+def _lbfgs(params: list[nn.Parameter], loss: Callable[[], Tensor]) -> None:
+    optimizer = torch.optim.LBFGS(
+        params, lr=1.0, max_iter=200, tolerance_change=1e-12, line_search_fn="strong_wolfe"
+    )
+
+    def closure() -> Tensor:
+        optimizer.zero_grad()
+        value = loss()
+        value.backward()
+        return value
+
+    optimizer.step(closure)
+
+
+def _drop_fit(params: list[nn.Parameter], held_out: tuple[float, float]) -> None:
+    log.warning(
+        "calibration raised the validation loss (%.5f -> %.5f); left at zero: the model "
+        "starts at its base's Gaussian quantiles",
+        *held_out,
+    )
+    with torch.no_grad():
+        for p in params:
+            p.zero_()
