@@ -69,6 +69,25 @@ def test_the_mcs_drops_a_clearly_worse_forecaster_and_keeps_two_identical_ones()
     assert "broken" not in mcs["pvalues"]
 
 
+def test_a_forecaster_of_absurd_losses_leaves_the_mcs_instead_of_breaking_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """arch's MCS fails on losses of wildly different scales (a damaged baseline.json gave
+    one of 1e22 bp): that forecaster leaves with p 0 and the MCS runs on the rest."""
+    rng = np.random.default_rng(0)
+    good = np.abs(rng.standard_normal(400)) + 1.0
+    losses = {
+        "good": good,
+        "worse": good + 0.5 + 0.1 * np.abs(rng.standard_normal(400)),
+        "damaged": good + 7.5e21 * (1 + 0.01 * rng.random(400)),
+    }
+    with caplog.at_level("WARNING", logger="foxhunt.task"):
+        mcs = model_confidence_set(losses, block_size=10)
+    assert "damaged left out as the worst" in caplog.text
+    assert mcs["pvalues"]["damaged"] == 0.0 and mcs["included"] == ["good"]
+    assert mcs["pvalues"]["worse"] <= 0.10
+
+
 def test_compare_forecasters_carries_dm_bootstrap_and_mcs_per_forecaster() -> None:
     rng = np.random.default_rng(3)
     model = np.abs(rng.standard_normal(300)) + 1.0

@@ -88,13 +88,23 @@ def model_confidence_set(
         first[name] = next(same, name)
     distinct = list(dict.fromkeys(first.values()))
     pvalues = {n: 1.0 for n in distinct}
-    if len(distinct) > 1:
+    while len(distinct) > 1:
         frame = pd.DataFrame({n: np.asarray(losses[n], dtype=np.float64) for n in distinct})
         mcs = MCS(
             frame, size, reps=MCS_REPS, block_size=block_size, bootstrap="stationary", seed=seed
         )
-        mcs.compute()
-        pvalues = {str(n): float(p) for n, p in mcs.pvalues["Pvalue"].items()}
+        try:
+            mcs.compute()
+        except (IndexError, ValueError, ZeroDivisionError, FloatingPointError) as exc:
+            # arch fails on losses of wildly different scales (a damaged forecaster): the
+            # worst by mean loss, which the MCS would eliminate first, leaves with p = 0
+            worst = max(distinct, key=lambda n: float(np.mean(losses[n])))
+            log.warning("MCS failed (%s); %s left out as the worst (p 0)", exc, worst)
+            distinct.remove(worst)
+            pvalues[worst] = 0.0
+            continue
+        pvalues.update({str(n): float(p) for n, p in mcs.pvalues["Pvalue"].items()})
+        break
     return {
         "size": size,
         "block_size": block_size,
