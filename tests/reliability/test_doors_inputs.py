@@ -77,6 +77,14 @@ def test_an_empty_config_section_is_no_section(tmp_path: Path) -> None:
     assert code == 0, err
 
 
+@pytest.mark.parametrize("value", ["{}", ""])
+def test_an_empty_unknown_config_section_is_refused(tmp_path: Path, value: str) -> None:
+    """`optimizer: {}` (a typo, or a section foxhunt lacks) was accepted in silence."""
+    path = tmp_path / "c.yaml"
+    path.write_text(f"optimizer: {value}\n")
+    refused(["train", "--config", path, "--print-config"], str(path), "'optimizer'", "training")
+
+
 def test_backtest_folds_beyond_the_data_are_refused(tmp_path: Path, bars_file: Path) -> None:
     """`backtest --folds 100000` (and `tune --backtest --folds 100000`): an internal error."""
     flags = [*(a for a in SMALL if a != "--no-report"), "--no-report"]

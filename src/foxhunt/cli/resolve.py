@@ -157,6 +157,13 @@ def read_config(path: str, command: Command) -> dict[str, Any]:
         )
     for key in SAVED_ONLY:
         data.pop(key, None)
+    sections = {s.name for s in command.sections if s.name}
+    top = {f.name for s in command.sections if not s.name for f, _ in s.fields()}
+    for key, value in data.items():  # a filled one is refused by the parser, naming its key
+        if key not in sections | top and (value is None or value == {}):
+            raise UsageError(
+                f"--config {path}: unknown section {key!r}; use {', '.join(sorted(sections))}"
+            )
     for s in command.sections:
         section = data.get(s.name)
         if section is None:  # `model:` with nothing under it: an empty section
