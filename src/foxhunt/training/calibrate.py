@@ -47,6 +47,17 @@ def _gather(dataset: Dataset[TFTBatch]) -> tuple[Tensor, Tensor | None, Tensor]:
     return torch.cat(scales).double(), signal, torch.cat(targets).double()
 
 
+def _head_loss(
+    dataset: Dataset[TFTBatch], quantiles: Sequence[float], loss_weighting: str
+) -> Callable[[nn.Module], Tensor]:
+    """The float64 head's quantile loss over every window of `dataset`, the network's
+    correction held at zero."""
+    scale, signal, target = _gather(dataset)
+    weight = scale if loss_weighting == "inverse_scale" else None
+    zero = torch.zeros(*target.shape, len(quantiles), dtype=torch.float64)
+    return lambda head: quantile_loss(head(zero, scale, signal), target, quantiles, weight)
+
+
 def calibrate_baseline(
     model: nn.Module,
     dataset: Dataset[TFTBatch],
@@ -65,15 +76,13 @@ def calibrate_baseline(
     params = calibration_parameters(head)
     if not params:
         return None
-    scale, signal, target = _gather(dataset)
-    weight = scale if loss_weighting == "inverse_scale" else None
-    zero = torch.zeros(*target.shape, len(quantiles), dtype=torch.float64)
+    train_loss = _head_loss(dataset, quantiles, loss_weighting)
     work = head.double()  # a float64 fit: the same answer on every CPU and thread count
     held_out: tuple[float, float] | None = None
     try:
 
         def loss() -> Tensor:
-            return quantile_loss(work(zero, scale, signal), target, quantiles, weight)
+            return train_loss(work)
 
         with torch.no_grad():
             before = float(loss())
@@ -115,15 +124,13 @@ def _validation_losses(
     """(loss at zero, loss as fitted) of the float64 head on `validation`; None without one."""
     if validation is None or len(validation) == 0:  # type: ignore[arg-type]
         return None
-    scale, signal, target = _gather(validation)
-    weight = scale if loss_weighting == "inverse_scale" else None
-    zero = torch.zeros(*target.shape, len(quantiles), dtype=torch.float64)
+    loss = _head_loss(validation, quantiles, loss_weighting)
     with torch.no_grad():
-        fitted = float(quantile_loss(head(zero, scale, signal), target, quantiles, weight))
+        fitted = float(loss(head))
         saved = [p.detach().clone() for p in params]
         for p in params:
             p.zero_()
-        base = float(quantile_loss(head(zero, scale, signal), target, quantiles, weight))
+        base = float(loss(head))
         for p, value in zip(params, saved, strict=True):
             p.copy_(value)
     return base, fitted
