@@ -25,6 +25,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "foxhunt"
 ALLOWED = {
     "errors": set(),
     "lazy": set(),  # a package's names imported on first use (PEP 562)
+    "process_exit": set(),  # how the process ends (after a lost distributed peer: at once)
     "config_fields": {"errors"},
     "batch": set(),
     "build_lock": {"errors"},

@@ -1,7 +1,5 @@
 """`python -m foxhunt` (and `torchrun -m foxhunt`) run the CLI."""
 
-import sys
+from foxhunt.cli import entry
 
-from foxhunt.cli import main
-
-sys.exit(main())
+entry()

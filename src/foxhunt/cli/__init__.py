@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, NoReturn
 
 from foxhunt.errors import FoxhuntError, UsageError
+from foxhunt.process_exit import exit_process
 
 if TYPE_CHECKING:
     from foxhunt.cli.resolve import Command
@@ -117,5 +118,10 @@ def fail(message: object, code: int) -> int:
     return code
 
 
+def entry() -> NoReturn:
+    """The `foxhunt` command: :func:`main`'s code as the process's exit status."""
+    exit_process(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
