@@ -15,7 +15,7 @@ import torch
 
 from _bench_measure import AccuracyResult, InferenceResult, LoaderResult
 from _bench_rounds import EntryResult, format_entries
-from foxhunt.model import grn_tail
+from foxhunt.model import grn_cells
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,7 +81,7 @@ def source_state() -> str | None:
 def machine_info(threads: int) -> dict[str, Any]:
     return {
         "foxhunt_source": source_state(),
-        "fused_cpu_kernel": grn_tail.load() is not None,
+        "fused_cpu_kernel": grn_cells.load() is not None,
         "cpu_count": os.cpu_count(),
         "torch_threads": threads,
         "torch": torch.__version__,

@@ -1,6 +1,6 @@
 """foxhunt's C++ CPU kernels, compiled on first use by ``torch.utils.cpp_extension``.
 
-Two kernels: the fused tail of the per-variable GRNs (``model/grn_tail.cpp``) and the int8
+Two kernels: a VSN's per-variable GRNs, whole (``model/grn_cells.cpp``), and the int8
 Linear of int8 exports (``quant/int8_linear.cpp``). Each is built the first time it is
 needed (about a minute) into a folder under ``TORCH_EXTENSIONS_DIR`` (by default
 ``~/.cache/torch_extensions/py<ver>_<accelerator>``) named by a key of everything that goes

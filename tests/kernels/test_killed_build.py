@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from foxhunt import build_lock, cpp_kernels
-from foxhunt.model import grn_tail
+from foxhunt.model import grn_cells
 from helpers import SYNTHETIC_CLI, TINY_CLI
 
 TRAIN = ["train", *SYNTHETIC_CLI, *TINY_CLI, "--max-steps-per-epoch", "2", "--epochs", "1"]
@@ -36,8 +36,8 @@ def test_train_runs_after_a_kernel_build_was_killed(
         pytest.skip(f"needs a C++ toolchain: {missing}")
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "ext"))
     monkeypatch.setenv("FOXHUNT_FUSED_KERNEL", "1")
-    folder = cpp_kernels.build_folder(grn_tail.SOURCE, "grn_tail")
-    build = "from foxhunt.model import grn_tail; grn_tail.load()"
+    folder = cpp_kernels.build_folder(grn_cells.SOURCE, "grn_cells")
+    build = "from foxhunt.model import grn_cells; grn_cells.load()"
     builder = subprocess.Popen([sys.executable, "-c", build])
     try:
 
@@ -60,6 +60,6 @@ def test_train_runs_after_a_kernel_build_was_killed(
     assert run.returncode == 0, run.stderr[-3000:]
     assert "could not build" not in run.stderr
     assert "the lock of a foxhunt kernel build that was killed" in run.stderr
-    assert list(folder.glob("foxhunt_grn_tail_*.so"))
+    assert list(folder.glob("foxhunt_grn_cells_*.so"))
     print(f"\ntrain after the killed build: {took:.0f} s")
     print("\n".join(line for line in run.stderr.splitlines() if "kernel" in line))

@@ -9,7 +9,7 @@ from types import ModuleType
 import pytest
 import torch
 
-from foxhunt.model import fused_grns, grn_tail
+from foxhunt.model import fused_grns, grn_cells
 from foxhunt.model.reference import (
     ReferenceVariableSelectionNetwork,
     copy_fast_to_reference,
@@ -58,9 +58,9 @@ def fused_path(
     monkeypatch: pytest.MonkeyPatch,
     require_kernel: Callable[[ModuleType | None, str], ModuleType],
 ) -> str:
-    """Run a test with the C++ tail (grn_tail.cpp) and with the ATen path."""
+    """Run a test with the C++ kernel (grn_cells.cpp) and with the ATen path."""
     if request.param == "kernel":
-        require_kernel(grn_tail.load(), "the grn_tail kernel")
+        require_kernel(grn_cells.load(), "the grn_cells kernel")
     monkeypatch.setenv("FOXHUNT_FUSED_KERNEL", "1" if request.param == "kernel" else "0")
     return str(request.param)
 

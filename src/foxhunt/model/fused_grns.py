@@ -2,12 +2,12 @@
 
 Done with autograd, n = 220 GRNs over 64 steps x batch 32 materialize a dozen
 [n, rows, d_model] tensors (29M floats each) and stream them through memory forward and
-back. This op instead walks blocks of (variables, rows) small enough to stay in cache,
-saves only its inputs, and recomputes a block's activations in backward; the matmuls are
-batched over the variables of a block (bmm). The elementwise tail of each block (GLU,
-residual, LayerNorm, weighted sum) runs in one C++ pass on CPU (grn_tail.cpp) and as ATen
-ops elsewhere. Forward and backward are written out by hand; tests compare both paths with
-autograd on the plain per-variable GRNs (reference.py).
+back. This op saves only its inputs and recomputes activations in backward. On CPU in
+float32 the C++ kernel (grn_cells.cpp) does the whole op a few (variable, row) cells at a
+time; elsewhere (GPU, float64, no compiler) the ATen path below walks blocks of (variables,
+rows) small enough to stay in cache, with the matmuls batched over a block's variables
+(bmm). Forward and backward are written out by hand; tests compare both paths with autograd
+on the plain per-variable GRNs (reference.py).
 
 Shapes: n variables, R rows, k input features (the last the constant 1), g GRN hidden,
 d output; weights are "augmented" (see variable_grns.py): their last input row is the bias.
@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from foxhunt.model import grn_tail
+from foxhunt.model import grn_cells
 
 #: Cells (variable, row) per block are chosen so that each thread's share of the block's
 #: widest activation, [variables, rows, 2 * d] floats, stays near this many elements
@@ -58,11 +58,16 @@ def _blocks(n: int, rows: int, cells: int) -> Iterator[tuple[slice, slice]]:
             yield slice(v, min(v + nv, n)), slice(r, r + nr)
 
 
-def _tail(*tensors: Tensor) -> Any:
-    """The block tail for these tensors: the C++ kernel (float32 on CPU, when it builds) or
-    its ATen twin; both have ``forward`` and ``backward`` with the same signatures."""
-    kernel: ModuleType | None = grn_tail.load() if grn_tail.usable(*tensors) else None
-    return kernel if kernel is not None else AtenTail
+def _kernel(*tensors: Tensor) -> ModuleType | None:
+    """The C++ kernel for these tensors (float32 on CPU, where it builds), else None."""
+    return grn_cells.load() if grn_cells.usable(*tensors) else None
+
+
+def _bytes(mask: Tensor | None) -> Tensor:
+    """The keep mask as the kernel reads it: uint8, or empty for no dropout."""
+    return (
+        torch.empty(0, dtype=torch.uint8) if mask is None else mask.contiguous().view(torch.uint8)
+    )
 
 
 def _gated(
@@ -91,7 +96,14 @@ class _FusedWeightedGRNs(torch.autograd.Function):
         ctx.save_for_backward(z, weights, mask, *params)
         ctx.cells = cells
         in_w, fc2, glu, norm_w, norm_b = params
-        tail = _tail(z, weights, *params)
+        kernel = _kernel(z, weights, *params)
+        if kernel is not None:
+            out = weights @ norm_b  # [R, d]: the LayerNorm biases, sum_j w_j b_j
+            z_c, weights_t, *weights_c = (
+                t.contiguous() for t in (z, weights.t(), in_w, fc2, glu, norm_w)
+            )
+            kernel.forward(z_c, weights_t, _bytes(mask), *weights_c, out, EPS)
+            return out
         skip_ws = in_w[..., fc2.shape[-1] :].contiguous()  # [n, k, d]
         weights_t = weights.t().contiguous()  # [n, R]
         out = weights @ norm_b  # [R, d]: the LayerNorm biases, sum_j w_j b_j
@@ -100,7 +112,7 @@ class _FusedWeightedGRNs(torch.autograd.Function):
             zb, skip_w = z[vs, rs], skip_ws[vs]
             _, _, gl = _gated(zb, mask_b, in_w[vs], fc2[vs], glu[vs])
             w_b = weights_t[vs, rs].contiguous()
-            tail.forward(gl, zb.contiguous(), skip_w, w_b, norm_w[vs], out[rs], EPS)
+            AtenTail.forward(gl, zb, skip_w, w_b, norm_w[vs], out[rs], EPS)
         return out
 
     @staticmethod
@@ -108,16 +120,40 @@ class _FusedWeightedGRNs(torch.autograd.Function):
         saved = ctx.saved_tensors  # read once: checkpointing allows a single unpack
         with torch.autocast(grad_out.device.type, enabled=False):
             grad_out = grad_out.to(saved[0].dtype).contiguous()
-            grads = _backward(saved, ctx.cells, ctx.needs_input_grad[0], grad_out)
+            kernel = _kernel(*saved[:2], *saved[3:], grad_out)
+            if kernel is not None:
+                grads = _kernel_backward(kernel, saved, ctx.needs_input_grad[0], grad_out)
+            else:
+                grads = _backward(saved, ctx.cells, ctx.needs_input_grad[0], grad_out)
         return (grads[0], grads[1], None, None, *grads[2:])
+
+
+def _kernel_backward(
+    kernel: ModuleType, saved: tuple[Tensor, ...], need_z: bool, grad_out: Tensor
+) -> tuple[Tensor | None, ...]:
+    """The C++ kernel's backward: gradients of z, weights and the five parameters."""
+    z, weights, mask, in_w, fc2, glu, norm_w, norm_b = saved
+    z, in_w, fc2, glu, norm_w = (t.contiguous() for t in (z, in_w, fc2, glu, norm_w))
+    weights_t = weights.t().contiguous()  # [n, R]
+    d_weights_t = torch.empty_like(weights_t)
+    d_z = torch.empty_like(z) if need_z else z.new_empty(0)
+    d_in_w, d_fc2, d_glu = torch.zeros_like(in_w), torch.zeros_like(fc2), torch.zeros_like(glu)
+    d_norm_w = torch.zeros_like(norm_w)
+    kernel.backward(
+        z, weights_t, _bytes(mask), in_w, fc2, glu, norm_w, grad_out,
+        d_weights_t, d_z, d_in_w, d_fc2, d_glu, d_norm_w, EPS,
+    )  # fmt: skip
+    d_weights_t.addmm_(norm_b, grad_out.t())  # the LayerNorm biases' share
+    d_norm_b = weights_t @ grad_out  # [n, d]
+    return d_z if need_z else None, d_weights_t.t(), d_in_w, d_fc2, d_glu, d_norm_w, d_norm_b
 
 
 def _backward(
     saved: tuple[Tensor, ...], cells: int, need_z: bool, grad_out: Tensor
 ) -> tuple[Tensor | None, ...]:
+    """The ATen path's backward, block by block."""
     z, weights, mask, in_w, fc2, glu, norm_w, norm_b = saved
     g = fc2.shape[-1] - 1
-    tail = _tail(z, weights, in_w, fc2, glu, norm_w, norm_b, grad_out)
     skip_ws = in_w[..., g + 1 :].contiguous()  # [n, k, d]
     weights_t = weights.t().contiguous()  # [n, R]
     d_in_w, d_fc2, d_glu = torch.zeros_like(in_w), torch.zeros_like(fc2), torch.zeros_like(glu)
@@ -131,8 +167,8 @@ def _backward(
         w_b, grad_b, skip_w = weights_t[vs, rs].contiguous(), grad_out[rs], skip_ws[vs]
         d_gl, d_w = torch.empty_like(gl), torch.empty_like(w_b)
         d_y = gl.new_empty(*gl.shape[:-1], skip_w.shape[-1])
-        args = (gl, zb.contiguous(), skip_w, w_b, norm_w[vs], grad_b)
-        tail.backward(*args, d_gl, d_y, d_w, d_norm_w[vs], EPS)
+        args = (gl, zb, skip_w, w_b, norm_w[vs], grad_b)
+        AtenTail.backward(*args, d_gl, d_y, d_w, d_norm_w[vs], EPS)
         d_weights_t[vs, rs] += d_w
         # GLU input gl = [eta_1, 1] @ glu, dropout, eta_1 = [eta_2, 1] @ fc2
         d_glu[vs].baddbmm_(e1.transpose(1, 2), d_gl)
@@ -152,8 +188,9 @@ def _backward(
 
 
 class AtenTail:
-    """grn_tail.cpp in ATen ops, with the same signatures: the path on GPUs, in float64, and
-    where the kernel cannot be built. See the C++ source for the contract."""
+    """A block's elementwise tail in ATen ops: GLU and skip, LayerNorm without its bias, and
+    the selection-weighted sum added to ``out``; backward gives the gradients of the GLU
+    input (d_gl), of y (d_y, the skip's output's), of the weights (d_w) and adds the gains'."""
 
     @staticmethod
     def forward(

@@ -1,4 +1,4 @@
-"""The fused C++ tail of the per-variable GRNs (grn_tail.cpp) against the ATen path."""
+"""The C++ kernel of a VSN's per-variable GRNs (grn_cells.cpp) against the ATen path."""
 
 from __future__ import annotations
 
@@ -8,20 +8,20 @@ from types import ModuleType
 import pytest
 import torch
 
-from foxhunt.model import grn_tail
+from foxhunt.model import grn_cells
 from foxhunt.model.variable_grns import VariableGRNs
 
 RequireKernel = Callable[[ModuleType | None, str], ModuleType]
 
 
 def test_kernel_builds_where_there_is_a_compiler(require_kernel: RequireKernel) -> None:
-    require_kernel(grn_tail.load(), "the grn_tail kernel")
+    require_kernel(grn_cells.load(), "the grn_cells kernel")
 
 
 def test_kernel_is_off_when_disabled(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FOXHUNT_FUSED_KERNEL", "0")
-    assert grn_tail.load() is None
-    assert not grn_tail.usable(torch.zeros(1, dtype=torch.float64))
+    assert grn_cells.load() is None
+    assert not grn_cells.usable(torch.zeros(1, dtype=torch.float64))
 
 
 def _run(grns: VariableGRNs, z: torch.Tensor, w: torch.Tensor, seed: int) -> list[torch.Tensor]:
@@ -50,7 +50,7 @@ def test_kernel_equals_aten_with_dropout(
     d: int,
     rows: int,
 ) -> None:
-    require_kernel(grn_tail.load(), "the grn_tail kernel")
+    require_kernel(grn_cells.load(), "the grn_cells kernel")
     torch.manual_seed(0)
     grns = VariableGRNs(n, d_in, g, d, dropout=0.3).train()
     x = torch.randn(n, rows, d_in) * 2
@@ -70,7 +70,7 @@ def test_kernel_propagates_nan(
 ) -> None:
     """A NaN weight must give a NaN output (the trainer skips non-finite losses), not a
     number: the kernel's exp clamps its argument, and a NaN must not be clamped."""
-    require_kernel(grn_tail.load(), "the grn_tail kernel")
+    require_kernel(grn_cells.load(), "the grn_cells kernel")
     monkeypatch.setenv("FOXHUNT_FUSED_KERNEL", "1")
     torch.manual_seed(0)
     grns = VariableGRNs(3, 4, 4, 8, dropout=0.0).eval()

@@ -1,0 +1,388 @@
+// A VSN's per-variable GRNs and their selection-weighted sum (eqs. 2-4, 7-8), whole, one
+// (variable, row) cell at a time: the cell's activations live in a few hundred floats on the
+// stack, so nothing of width [variables, rows, *] is written to memory, forward or backward.
+//
+// Per cell, with z the GRN's input (its last feature the constant 1) and the weights
+// "augmented" (their last input row is the bias, see variable_grns.py):
+//   a2 = ELU(z @ in_w[:, :g+1])         [eta_2, 1]   (ELU(1) = 1 passes the 1 on)
+//   e1 = (a2 @ fc2) * keep mask          [eta_1, 1]   (dropout; its rescaling is in glu)
+//   gl = e1 @ glu                        GLU input [values | gates], 2d
+//   y  = values * sigmoid(gates) + z @ in_w[:, g+1:]       (GLU and the skip)
+//   out[r] += w[j, r] * gain_j * LayerNorm(y)              (LayerNorm's bias is added outside)
+// Backward recomputes the cell and returns every gradient but the LayerNorm bias's (outside);
+// the "1" columns of in_w and fc2 are constants and get no gradient.
+//
+// Layout (float32, contiguous): z [n, R, k], w [n, R], mask [n, R, g] uint8 (or empty),
+// in_w [n, k, g+1+d], fc2 [n, g+1, g+1], glu [n, g+1, 2d], gain [n, d], out/grad [R, d].
+// Forward splits the rows between threads (each owns its rows of `out`); backward splits the
+// variables (each owns its variables' weight gradients): no locks, no per-thread copies.
+#include <torch/extension.h>
+#include <ATen/Parallel.h>
+
+#include <cmath>
+#include <vector>
+
+#include "fast_exp.h"
+
+namespace {
+
+constexpr int64_t kRowGrain = 16;  // rows per forward task
+// Rows of one variable computed together, and the output columns per register chunk of
+// tile_matmul: its kTile x kWide accumulators fill half the vector registers (32 zmm with
+// AVX-512, 16 ymm with AVX2), leaving the rest for the weights and broadcasts.
+#if defined(__AVX512F__)
+constexpr int kTile = 8, kWide = 32;
+#else
+constexpr int kTile = 8, kWide = 8;
+#endif
+
+struct Sizes {
+  int64_t n, rows, k, g, d;
+  int64_t in_cols() const { return g + 1 + d; }
+};
+
+// Columns [o, end) of out[t] (=, or += with Add) x[t, :fin] @ w[:fin, :] in chunks of C:
+// the T x C accumulators stay in registers while w's rows stream by (T products per weight
+// load). Returns the first column not done (end rounded down to whole chunks).
+template <int T, int C, bool Add>
+inline int64_t matmul_chunks(const float* x, int64_t x_stride, const float* w, int64_t w_stride,
+                             int64_t fin, int64_t o, int64_t end, float* out,
+                             int64_t out_stride) {
+  for (; o + C <= end; o += C) {
+    float acc[T][C] = {};
+    for (int64_t f = 0; f < fin; ++f) {
+      const float* wf = w + f * w_stride + o;
+      for (int t = 0; t < T; ++t) {
+        const float xf = x[t * x_stride + f];
+#pragma omp simd
+        for (int c = 0; c < C; ++c) acc[t][c] += xf * wf[c];
+      }
+    }
+    for (int t = 0; t < T; ++t) {
+      float* dst = out + t * out_stride + o;
+#pragma omp simd
+      for (int c = 0; c < C; ++c) dst[c] = Add ? dst[c] + acc[t][c] : acc[t][c];
+    }
+  }
+  return o;
+}
+
+// out[t, :cols] (=, or += with Add) x[t, :fin] @ w[:fin, :cols] for the T rows of a tile;
+// x, w and out are row-major with the given strides.
+template <int T, bool Add = false>
+inline void tile_matmul(const float* x, int64_t x_stride, const float* w, int64_t w_stride,
+                        int64_t fin, int64_t cols, float* out, int64_t out_stride) {
+  int64_t o = matmul_chunks<T, kWide, Add>(x, x_stride, w, w_stride, fin, 0, cols, out,
+                                           out_stride);
+  o = matmul_chunks<T, kWide / 2, Add>(x, x_stride, w, w_stride, fin, o, cols, out, out_stride);
+  for (; o < cols; ++o) {  // the last columns (of g + 1 = 17: the constant's)
+    for (int t = 0; t < T; ++t) {
+      float acc = 0.f;
+      for (int64_t f = 0; f < fin; ++f) acc += x[t * x_stride + f] * w[f * w_stride + o];
+      float* dst = out + t * out_stride + o;
+      *dst = Add ? *dst + acc : acc;
+    }
+  }
+}
+
+// w[i, :cols] += sum_t x[t, i] * y[t, :cols] for i < rows: a weight's gradient over a tile.
+template <int T>
+inline void tile_outer_add(const float* x, int64_t x_stride, int64_t rows, const float* y,
+                           int64_t y_stride, int64_t cols, float* w, int64_t w_stride) {
+  for (int64_t i = 0; i < rows; ++i) {
+    float xi[T];
+    for (int t = 0; t < T; ++t) xi[t] = x[t * x_stride + i];
+    float* row = w + i * w_stride;
+#pragma omp simd
+    for (int64_t o = 0; o < cols; ++o) {
+      float acc = row[o];
+      for (int t = 0; t < T; ++t) acc += xi[t] * y[t * y_stride + o];
+      row[o] = acc;
+    }
+  }
+}
+
+// A tile's activations, kTile rows: a2, e1 [g + 1], gl [2d], y [d] (the pre-LayerNorm sum,
+// then its normed value in backward), s = sigmoid(gates) [d], LayerNorm mean and 1/std.
+struct Tile {
+  int64_t g1, d;
+  std::vector<float> a2, e1, gl, y, s, mean, rstd;
+  explicit Tile(const Sizes& sz)
+      : g1(sz.g + 1), d(sz.d), a2(kTile * g1), e1(kTile * g1), gl(kTile * 2 * d),
+        y(kTile * d), s(kTile * d), mean(kTile), rstd(kTile) {}
+};
+
+// The forward of T consecutive cells of one variable up to the LayerNorm statistics. z, mask
+// point at the first cell's; in_w, fc2, glu at the variable's weights.
+template <int T>
+inline void tile_forward(const Sizes& sz, const float* z, const uint8_t* mask,
+                         const float* in_w, const float* fc2, const float* glu, float eps,
+                         Tile& c) {
+  const int64_t g1 = sz.g + 1, d = sz.d, d2 = 2 * sz.d, cols = sz.in_cols();
+  float* a2 = c.a2.data();
+  float* e1 = c.e1.data();
+  float* gl = c.gl.data();
+  tile_matmul<T>(z, sz.k, in_w, cols, sz.k, g1, a2, g1);
+  tile_matmul<T>(z, sz.k, in_w + g1, cols, sz.k, d, c.y.data(), d);  // the skip
+  for (int t = 0; t < T; ++t) {
+    float* a = a2 + t * g1;
+#pragma omp simd
+    for (int64_t i = 0; i < g1; ++i) a[i] = a[i] > 0.f ? a[i] : foxhunt::exp_approx(a[i]) - 1.f;
+  }
+  tile_matmul<T>(a2, g1, fc2, g1, g1, g1, e1, g1);
+  if (mask != nullptr) {
+    for (int t = 0; t < T; ++t) {
+      float* e = e1 + t * g1;
+      const uint8_t* m = mask + t * sz.g;
+#pragma omp simd
+      for (int64_t i = 0; i < sz.g; ++i) e[i] *= static_cast<float>(m[i]);
+    }
+  }
+  tile_matmul<T>(e1, g1, glu, d2, g1, d2, gl, d2);
+  for (int t = 0; t < T; ++t) {
+    const float* values = gl + t * d2;
+    const float* gates = values + d;
+    float* y = c.y.data() + t * d;
+    float* s = c.s.data() + t * d;
+    float sum = 0.f;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t i = 0; i < d; ++i) {
+      s[i] = 1.f / (1.f + foxhunt::exp_approx(-gates[i]));
+      y[i] += values[i] * s[i];
+      sum += y[i];
+    }
+    const float mean = sum / static_cast<float>(d);
+    float sq = 0.f;
+#pragma omp simd reduction(+ : sq)
+    for (int64_t i = 0; i < d; ++i) {
+      const float centred = y[i] - mean;
+      sq += centred * centred;
+    }
+    c.mean[t] = mean;
+    c.rstd[t] = 1.f / std::sqrt(sq / static_cast<float>(d) + eps);
+  }
+}
+
+// One variable's weights (read) and, in backward, its gradients (written by one thread).
+struct Weights {
+  const float *in_w, *fc2, *glu, *gain;
+};
+
+Weights weights_of(const Sizes& sz, int64_t j, const float* in_w, const float* fc2,
+                   const float* glu, const float* gain) {
+  const int64_t g1 = sz.g + 1;
+  return {in_w + j * sz.k * sz.in_cols(), fc2 + j * g1 * g1, glu + j * g1 * 2 * sz.d,
+          gain + j * sz.d};
+}
+
+// Forward of T cells (variable j, rows r..r+T): out[r + t] += w * gain * LayerNorm(y).
+template <int T>
+inline void tile_add_out(const Sizes& sz, int64_t j, int64_t r, const float* z, const float* w,
+                         const uint8_t* mask, const Weights& wj, float eps, Tile& c,
+                         float* out) {
+  const int64_t cell = j * sz.rows + r, d = sz.d;
+  tile_forward<T>(sz, z + cell * sz.k, mask ? mask + cell * sz.g : nullptr, wj.in_w, wj.fc2,
+                  wj.glu, eps, c);
+  for (int t = 0; t < T; ++t) {
+    const float a = w[cell + t] * c.rstd[t], mean = c.mean[t];
+    const float* y = c.y.data() + t * d;
+    float* o = out + (r + t) * d;
+#pragma omp simd
+    for (int64_t i = 0; i < d; ++i) o[i] += a * wj.gain[i] * (y[i] - mean);
+  }
+}
+
+// Backward's per-thread buffers: the transposed weights of the current variable and a tile's
+// gradients of gl [2d], y [d], e1 [g] and fc1's pre-activation [g].
+struct Grads {
+  std::vector<float> glu_t, fc2_t, d_gl, dy, d_e1, d_pre;
+  explicit Grads(const Sizes& sz)
+      : glu_t(2 * sz.d * sz.g), fc2_t(sz.g * sz.g), d_gl(kTile * 2 * sz.d), dy(kTile * sz.d),
+        d_e1(kTile * sz.g), d_pre(kTile * sz.g) {}
+  // glu[:g] and fc2[:g, :g] transposed: backward's products run along the weights' rows
+  void transpose(const Sizes& sz, const Weights& wj) {
+    const int64_t g = sz.g, g1 = sz.g + 1, d2 = 2 * sz.d;
+    for (int64_t i = 0; i < g; ++i)
+      for (int64_t o = 0; o < d2; ++o) glu_t[o * g + i] = wj.glu[i * d2 + o];
+    for (int64_t i = 0; i < g; ++i)
+      for (int64_t o = 0; o < g; ++o) fc2_t[o * g + i] = wj.fc2[i * g1 + o];
+  }
+};
+
+struct Outputs {  // the gradients backward writes, full tensors
+  const float* grad;
+  float *d_w, *d_z, *d_in_w, *d_fc2, *d_glu, *d_gain;
+};
+
+// Backward of T cells (variable j, rows r..r+T), recomputing their forward.
+template <int T>
+inline void tile_backward(const Sizes& sz, int64_t j, int64_t r, const float* z, const float* w,
+                          const uint8_t* mask, const Weights& wj, float eps, Tile& c, Grads& b,
+                          const Outputs& out) {
+  const int64_t k = sz.k, g = sz.g, g1 = sz.g + 1, d = sz.d, d2 = 2 * sz.d;
+  const int64_t cols = sz.in_cols(), cell = j * sz.rows + r;
+  const float* zc = z + cell * k;
+  const uint8_t* m = mask ? mask + cell * g : nullptr;
+  tile_forward<T>(sz, zc, m, wj.in_w, wj.fc2, wj.glu, eps, c);
+  float* d_gain = out.d_gain + j * d;
+  const float inv_d = 1.f / static_cast<float>(d);
+  for (int t = 0; t < T; ++t) {  // LayerNorm and the weighted sum: normed = (y - mean) * rstd
+    const float* g_out = out.grad + (r + t) * d;
+    const float wt = w[cell + t], mean = c.mean[t], rstd = c.rstd[t];
+    float* y = c.y.data() + t * d;
+    const float* s = c.s.data() + t * d;
+    const float* values = c.gl.data() + t * d2;
+    float dot = 0.f, sum = 0.f;
+#pragma omp simd reduction(+ : dot, sum)
+    for (int64_t i = 0; i < d; ++i) {
+      const float normed = (y[i] - mean) * rstd;
+      y[i] = normed;
+      const float gg = g_out[i] * wj.gain[i];
+      dot += gg * normed;
+      sum += gg;
+      d_gain[i] += wt * g_out[i] * normed;
+    }
+    out.d_w[cell + t] = dot;
+    const float a = wt * rstd, m1 = sum * inv_d, m2 = dot * inv_d;
+    float* dy = b.dy.data() + t * d;
+    float* d_values = b.d_gl.data() + t * d2;
+    float* d_gates = d_values + d;
+#pragma omp simd
+    for (int64_t i = 0; i < d; ++i) {
+      const float grad_y = a * (g_out[i] * wj.gain[i] - m1 - y[i] * m2);
+      dy[i] = grad_y;
+      d_values[i] = grad_y * s[i];
+      d_gates[i] = grad_y * values[i] * s[i] * (1.f - s[i]);
+    }
+  }
+  // gl = e1 @ glu: d_glu += e1^T d_gl; d_e1 = d_gl @ glu[:g]^T, masked as e1 was
+  tile_outer_add<T>(c.e1.data(), g1, g1, b.d_gl.data(), d2, d2, out.d_glu + j * g1 * d2, d2);
+  tile_matmul<T>(b.d_gl.data(), d2, b.glu_t.data(), g, d2, g, b.d_e1.data(), g);
+  if (m != nullptr) {
+    for (int t = 0; t < T; ++t) {
+      float* de = b.d_e1.data() + t * g;
+#pragma omp simd
+      for (int64_t i = 0; i < g; ++i) de[i] *= static_cast<float>(m[t * g + i]);
+    }
+  }
+  // e1 = a2 @ fc2: d_fc2 += a2^T d_e1; d_a2 = d_e1 @ fc2[:g, :g]^T, then through the ELU
+  tile_outer_add<T>(c.a2.data(), g1, g1, b.d_e1.data(), g, g, out.d_fc2 + j * g1 * g1, g1);
+  tile_matmul<T>(b.d_e1.data(), g, b.fc2_t.data(), g, g, g, b.d_pre.data(), g);
+  for (int t = 0; t < T; ++t) {
+    const float* a2 = c.a2.data() + t * g1;
+    float* dp = b.d_pre.data() + t * g;
+#pragma omp simd
+    for (int64_t i = 0; i < g; ++i) dp[i] *= a2[i] > 0.f ? 1.f : a2[i] + 1.f;
+  }
+  // the input map [fc1 pre-activation | 1 | skip]: its gradient, and z's
+  float* d_in_w = out.d_in_w + j * k * cols;
+  tile_outer_add<T>(zc, k, k, b.d_pre.data(), g, g, d_in_w, cols);
+  tile_outer_add<T>(zc, k, k, b.dy.data(), d, d, d_in_w + g1, cols);
+  if (out.d_z == nullptr) return;
+  for (int t = 0; t < T; ++t) {
+    const float* dp = b.d_pre.data() + t * g;
+    const float* dy = b.dy.data() + t * d;
+    float* dz = out.d_z + (cell + t) * k;
+    for (int64_t f = 0; f < k; ++f) {
+      const float* row = wj.in_w + f * cols;
+      float acc = 0.f;
+#pragma omp simd reduction(+ : acc)
+      for (int64_t i = 0; i < g; ++i) acc += row[i] * dp[i];
+#pragma omp simd reduction(+ : acc)
+      for (int64_t i = 0; i < d; ++i) acc += row[g1 + i] * dy[i];
+      dz[f] = acc;
+    }
+  }
+}
+
+void check(const torch::Tensor& t, const char* name, int64_t dim, at::ScalarType type) {
+  TORCH_CHECK(t.device().is_cpu() && t.scalar_type() == type && t.is_contiguous(), name,
+              " must be a contiguous CPU tensor of ", type);
+  TORCH_CHECK(t.dim() == dim, name, " must have ", dim, " dimensions");
+}
+
+Sizes sizes(const torch::Tensor& z, const torch::Tensor& w, const torch::Tensor& mask,
+            const torch::Tensor& in_w, const torch::Tensor& fc2, const torch::Tensor& glu,
+            const torch::Tensor& gain) {
+  check(z, "z", 3, at::kFloat), check(w, "w", 2, at::kFloat);
+  check(in_w, "in_w", 3, at::kFloat), check(fc2, "fc2", 3, at::kFloat);
+  check(glu, "glu", 3, at::kFloat), check(gain, "gain", 2, at::kFloat);
+  const Sizes sz{z.size(0), z.size(1), z.size(2), fc2.size(2) - 1, gain.size(1)};
+  TORCH_CHECK(in_w.size(1) == sz.k && in_w.size(2) == sz.in_cols(), "in_w: wrong shape");
+  TORCH_CHECK(glu.size(1) == sz.g + 1 && glu.size(2) == 2 * sz.d, "glu: wrong shape");
+  TORCH_CHECK(w.size(0) == sz.n && w.size(1) == sz.rows, "w: wrong shape");
+  if (mask.numel() > 0) {
+    check(mask, "mask", 3, at::kByte);
+    TORCH_CHECK(mask.size(0) == sz.n && mask.size(1) == sz.rows && mask.size(2) == sz.g,
+                "mask: wrong shape");
+  }
+  return sz;
+}
+
+}  // namespace
+
+// out [R, d] += sum_j w[j, r] * gain_j * LayerNorm(GRN_j(z[j, r])), LayerNorm without bias.
+void forward(const torch::Tensor& z, const torch::Tensor& w, const torch::Tensor& mask,
+             const torch::Tensor& in_w, const torch::Tensor& fc2, const torch::Tensor& glu,
+             const torch::Tensor& gain, torch::Tensor& out, double eps) {
+  const Sizes sz = sizes(z, w, mask, in_w, fc2, glu, gain);
+  check(out, "out", 2, at::kFloat);
+  const float* z_p = z.data_ptr<float>();
+  const float* w_p = w.data_ptr<float>();
+  const uint8_t* mask_p = mask.numel() > 0 ? mask.data_ptr<uint8_t>() : nullptr;
+  const float *in_w_p = in_w.data_ptr<float>(), *fc2_p = fc2.data_ptr<float>();
+  const float *glu_p = glu.data_ptr<float>(), *gain_p = gain.data_ptr<float>();
+  float* out_p = out.data_ptr<float>();
+  const float e = static_cast<float>(eps);
+  at::parallel_for(0, sz.rows, kRowGrain, [&](int64_t r0, int64_t r1) {
+    Tile c(sz);
+    for (int64_t j = 0; j < sz.n; ++j) {  // a variable's weights stay in cache over the rows
+      const Weights wj = weights_of(sz, j, in_w_p, fc2_p, glu_p, gain_p);
+      int64_t r = r0;
+      for (; r + kTile <= r1; r += kTile)
+        tile_add_out<kTile>(sz, j, r, z_p, w_p, mask_p, wj, e, c, out_p);
+      for (; r < r1; ++r) tile_add_out<1>(sz, j, r, z_p, w_p, mask_p, wj, e, c, out_p);
+    }
+  });
+}
+
+// Given grad [R, d] of `out`, writes d_w [n, R] and (if not empty) d_z [n, R, k]; adds the
+// weight gradients to d_in_w, d_fc2, d_glu and d_gain (their "1" columns untouched).
+void backward(const torch::Tensor& z, const torch::Tensor& w, const torch::Tensor& mask,
+              const torch::Tensor& in_w, const torch::Tensor& fc2, const torch::Tensor& glu,
+              const torch::Tensor& gain, const torch::Tensor& grad, torch::Tensor& d_w,
+              torch::Tensor& d_z, torch::Tensor& d_in_w, torch::Tensor& d_fc2,
+              torch::Tensor& d_glu, torch::Tensor& d_gain, double eps) {
+  const Sizes sz = sizes(z, w, mask, in_w, fc2, glu, gain);
+  check(grad, "grad", 2, at::kFloat), check(d_w, "d_w", 2, at::kFloat);
+  check(d_in_w, "d_in_w", 3, at::kFloat), check(d_fc2, "d_fc2", 3, at::kFloat);
+  check(d_glu, "d_glu", 3, at::kFloat), check(d_gain, "d_gain", 2, at::kFloat);
+  if (d_z.numel() > 0) check(d_z, "d_z", 3, at::kFloat);
+  const float* z_p = z.data_ptr<float>();
+  const float* w_p = w.data_ptr<float>();
+  const uint8_t* mask_p = mask.numel() > 0 ? mask.data_ptr<uint8_t>() : nullptr;
+  const float *in_w_p = in_w.data_ptr<float>(), *fc2_p = fc2.data_ptr<float>();
+  const float *glu_p = glu.data_ptr<float>(), *gain_p = gain.data_ptr<float>();
+  const Outputs out{grad.data_ptr<float>(),  d_w.data_ptr<float>(),
+                    d_z.numel() > 0 ? d_z.data_ptr<float>() : nullptr,
+                    d_in_w.data_ptr<float>(), d_fc2.data_ptr<float>(),
+                    d_glu.data_ptr<float>(),  d_gain.data_ptr<float>()};
+  const float e = static_cast<float>(eps);
+  at::parallel_for(0, sz.n, 1, [&](int64_t j0, int64_t j1) {
+    Tile c(sz);
+    Grads b(sz);
+    for (int64_t j = j0; j < j1; ++j) {
+      const Weights wj = weights_of(sz, j, in_w_p, fc2_p, glu_p, gain_p);
+      b.transpose(sz, wj);
+      int64_t r = 0;
+      for (; r + kTile <= sz.rows; r += kTile)
+        tile_backward<kTile>(sz, j, r, z_p, w_p, mask_p, wj, e, c, b, out);
+      for (; r < sz.rows; ++r) tile_backward<1>(sz, j, r, z_p, w_p, mask_p, wj, e, c, b, out);
+    }
+  });
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("forward", &forward, "a VSN's GRNs and weighted sum, tile by tile (adds to out)");
+  m.def("backward", &backward, "its backward (recomputes each tile)");
+}
