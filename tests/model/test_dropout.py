@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from foxhunt.model.dropout import FastDropout
+from foxhunt.model.dropout import FastDropout, HashedMask
 
 
 @pytest.mark.parametrize("p", [0.1, 0.25, 0.5])
@@ -35,3 +35,27 @@ def test_eval_and_zero_p_are_identity() -> None:
 
 def test_is_an_nn_dropout() -> None:
     assert isinstance(FastDropout(0.1), torch.nn.Dropout)
+
+
+def test_hashed_mask_keeps_the_right_share_independently_of_the_seed() -> None:
+    torch.manual_seed(0)
+    drop = FastDropout(0.3)
+    index = torch.arange(1 << 20)
+    first, second = drop.hashed_mask(torch.device("cpu")), drop.hashed_mask(torch.device("cpu"))
+    assert first.seed != second.seed  # a new seed each call, from the global RNG
+    a, b = first.keep(index), second.keep(index)
+    for kept in (a, b):
+        assert abs(kept.float().mean().item() - drop.keep_probability) < 0.002
+    # two seeds' bits agree as often as independent draws would (0.7^2 + 0.3^2)
+    assert abs((a == b).float().mean().item() - 0.58) < 0.003
+    # neighbours are independent too: no stripes along the index
+    assert abs((a[1:] == a[:-1]).float().mean().item() - 0.58) < 0.003
+
+
+def test_hashed_mask_is_a_function_of_seed_and_index() -> None:
+    mask = HashedMask(seed=-123456789012345, threshold=1 << 15)
+    index = torch.arange(1000)
+    assert torch.equal(mask.keep(index), mask.keep(index))
+    assert torch.equal(mask.keep(index[500:]), mask.keep(index)[500:])
+    assert HashedMask(seed=7, threshold=0).keep(index).sum() == 0
+    assert HashedMask(seed=7, threshold=1 << 16).keep(index).all()

@@ -24,6 +24,11 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from foxhunt.model import grn_cells
+from foxhunt.model.dropout import HashedMask
+
+#: Dropout's keep mask on eta_1: a bool tensor [n, R, g], a seed to hash it from (the C++
+#: kernel takes only this kind, and never materializes it), or None for no dropout.
+Mask = Tensor | HashedMask | None
 
 #: Cells (variable, row) per block are chosen so that each thread's share of the block's
 #: widest activation, [variables, rows, 2 * d] floats, stays near this many elements
@@ -35,7 +40,7 @@ EPS = 1e-5  # LayerNorm epsilon, as nn.LayerNorm
 def fused_weighted_grns(
     z: Tensor,  # [n, R, k]
     weights: Tensor,  # [R, n] selection weights
-    mask: Tensor | None,  # [n, R, g] bool: dropout keep mask on eta_1 (rescaling folded in glu)
+    mask: Mask,  # dropout's keep mask on eta_1, [n, R, g] (its rescaling is folded in glu)
     cells: int,  # block size in (variable, row) cells
     in_w: Tensor,  # [n, k, g + 1 + d]: z -> [fc1 pre-activation | 1 | skip]
     fc2: Tensor,  # [n, g + 1, g + 1]: [eta_2, 1] -> [eta_1, 1]
@@ -58,16 +63,27 @@ def _blocks(n: int, rows: int, cells: int) -> Iterator[tuple[slice, slice]]:
             yield slice(v, min(v + nv, n)), slice(r, r + nr)
 
 
-def _kernel(*tensors: Tensor) -> ModuleType | None:
-    """The C++ kernel for these tensors (float32 on CPU, where it builds), else None."""
-    return grn_cells.load() if grn_cells.usable(*tensors) else None
+def _kernel(mask: Mask, *tensors: Tensor) -> ModuleType | None:
+    """The C++ kernel for these tensors (float32 on CPU, where it builds) and a mask given by
+    a seed (or none), else None."""
+    if isinstance(mask, Tensor) or not grn_cells.usable(*tensors):
+        return None
+    return grn_cells.load()
 
 
-def _bytes(mask: Tensor | None) -> Tensor:
-    """The keep mask as the kernel reads it: uint8, or empty for no dropout."""
-    return (
-        torch.empty(0, dtype=torch.uint8) if mask is None else mask.contiguous().view(torch.uint8)
-    )
+def _seed(mask: HashedMask | None) -> tuple[int, int]:
+    """The kernel's dropout arguments: seed and keep threshold (2^16 keeps everything)."""
+    return (0, 1 << 16) if mask is None else (mask.seed, mask.threshold)
+
+
+def _block_mask(mask: Mask, vs: slice, rs: slice, shape: tuple[int, ...]) -> Tensor | None:
+    """The keep mask of one block of cells, [v, r, g] bool, for the ATen path."""
+    if mask is None or isinstance(mask, Tensor):
+        return None if mask is None else mask[vs, rs]
+    n, rows, g = shape  # hashed masks are built on CPU only (variable_grns.py)
+    first = torch.arange(vs.start, min(vs.stop, n))[:, None] * rows
+    cells = first + torch.arange(rs.start, min(rs.stop, rows))  # [v, r] flat cell indices
+    return mask.keep(cells[..., None] * g + torch.arange(g))
 
 
 def _gated(
@@ -89,26 +105,27 @@ class _FusedWeightedGRNs(torch.autograd.Function):
         ctx: Any,
         z: Tensor,
         weights: Tensor,
-        mask: Tensor | None,
+        mask: Mask,
         cells: int,
         *params: Tensor,
     ) -> Tensor:
-        ctx.save_for_backward(z, weights, mask, *params)
-        ctx.cells = cells
+        tensor_mask = mask if isinstance(mask, Tensor) else None
+        ctx.save_for_backward(z, weights, tensor_mask, *params)
+        ctx.cells, ctx.hashed = cells, None if isinstance(mask, Tensor) else mask
         in_w, fc2, glu, norm_w, norm_b = params
-        kernel = _kernel(z, weights, *params)
+        kernel = _kernel(mask, z, weights, *params)
         if kernel is not None:
             out = weights @ norm_b  # [R, d]: the LayerNorm biases, sum_j w_j b_j
             z_c, weights_t, *weights_c = (
                 t.contiguous() for t in (z, weights.t(), in_w, fc2, glu, norm_w)
             )
-            kernel.forward(z_c, weights_t, _bytes(mask), *weights_c, out, EPS)
+            kernel.forward(z_c, weights_t, *_seed(ctx.hashed), *weights_c, out, EPS)
             return out
         skip_ws = in_w[..., fc2.shape[-1] :].contiguous()  # [n, k, d]
         weights_t = weights.t().contiguous()  # [n, R]
         out = weights @ norm_b  # [R, d]: the LayerNorm biases, sum_j w_j b_j
         for vs, rs in _blocks(z.shape[0], z.shape[1], cells):
-            mask_b = None if mask is None else mask[vs, rs]
+            mask_b = _block_mask(mask, vs, rs, (z.shape[0], z.shape[1], fc2.shape[-1] - 1))
             zb, skip_w = z[vs, rs], skip_ws[vs]
             _, _, gl = _gated(zb, mask_b, in_w[vs], fc2[vs], glu[vs])
             w_b = weights_t[vs, rs].contiguous()
@@ -117,10 +134,12 @@ class _FusedWeightedGRNs(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, grad_out: Tensor) -> tuple[Tensor | None, ...]:
-        saved = ctx.saved_tensors  # read once: checkpointing allows a single unpack
+        z, weights, tensor_mask, *params = ctx.saved_tensors  # checkpointing: one unpack only
+        mask = tensor_mask if tensor_mask is not None else ctx.hashed
+        saved = (z, weights, mask, *params)
         with torch.autocast(grad_out.device.type, enabled=False):
-            grad_out = grad_out.to(saved[0].dtype).contiguous()
-            kernel = _kernel(*saved[:2], *saved[3:], grad_out)
+            grad_out = grad_out.to(z.dtype).contiguous()
+            kernel = _kernel(mask, z, weights, *params, grad_out)
             if kernel is not None:
                 grads = _kernel_backward(kernel, saved, ctx.needs_input_grad[0], grad_out)
             else:
@@ -129,7 +148,7 @@ class _FusedWeightedGRNs(torch.autograd.Function):
 
 
 def _kernel_backward(
-    kernel: ModuleType, saved: tuple[Tensor, ...], need_z: bool, grad_out: Tensor
+    kernel: ModuleType, saved: tuple[Any, ...], need_z: bool, grad_out: Tensor
 ) -> tuple[Tensor | None, ...]:
     """The C++ kernel's backward: gradients of z, weights and the five parameters."""
     z, weights, mask, in_w, fc2, glu, norm_w, norm_b = saved
@@ -140,7 +159,7 @@ def _kernel_backward(
     d_in_w, d_fc2, d_glu = torch.zeros_like(in_w), torch.zeros_like(fc2), torch.zeros_like(glu)
     d_norm_w = torch.zeros_like(norm_w)
     kernel.backward(
-        z, weights_t, _bytes(mask), in_w, fc2, glu, norm_w, grad_out,
+        z, weights_t, *_seed(mask), in_w, fc2, glu, norm_w, grad_out,
         d_weights_t, d_z, d_in_w, d_fc2, d_glu, d_norm_w, EPS,
     )  # fmt: skip
     d_weights_t.addmm_(norm_b, grad_out.t())  # the LayerNorm biases' share
@@ -149,7 +168,7 @@ def _kernel_backward(
 
 
 def _backward(
-    saved: tuple[Tensor, ...], cells: int, need_z: bool, grad_out: Tensor
+    saved: tuple[Any, ...], cells: int, need_z: bool, grad_out: Tensor
 ) -> tuple[Tensor | None, ...]:
     """The ATen path's backward, block by block."""
     z, weights, mask, in_w, fc2, glu, norm_w, norm_b = saved
@@ -162,7 +181,7 @@ def _backward(
     d_weights_t = norm_b @ grad_out.t()  # [n, R]
     d_z = torch.zeros_like(z) if need_z else None
     for vs, rs in _blocks(z.shape[0], z.shape[1], cells):
-        zb, mask_b = z[vs, rs], None if mask is None else mask[vs, rs]
+        zb, mask_b = z[vs, rs], _block_mask(mask, vs, rs, (z.shape[0], z.shape[1], g))
         a2, e1, gl = _gated(zb, mask_b, in_w[vs], fc2[vs], glu[vs])
         w_b, grad_b, skip_w = weights_t[vs, rs].contiguous(), grad_out[rs], skip_ws[vs]
         d_gl, d_w = torch.empty_like(gl), torch.empty_like(w_b)

@@ -5,15 +5,16 @@
 // Per cell, with z the GRN's input (its last feature the constant 1) and the weights
 // "augmented" (their last input row is the bias, see variable_grns.py):
 //   a2 = ELU(z @ in_w[:, :g+1])         [eta_2, 1]   (ELU(1) = 1 passes the 1 on)
-//   e1 = (a2 @ fc2) * keep mask          [eta_1, 1]   (dropout; its rescaling is in glu)
+//   e1 = (a2 @ fc2) * keep               [eta_1, 1]   (dropout; its rescaling is in glu)
 //   gl = e1 @ glu                        GLU input [values | gates], 2d
 //   y  = values * sigmoid(gates) + z @ in_w[:, g+1:]       (GLU and the skip)
 //   out[r] += w[j, r] * gain_j * LayerNorm(y)              (LayerNorm's bias is added outside)
 // Backward recomputes the cell and returns every gradient but the LayerNorm bias's (outside);
 // the "1" columns of in_w and fc2 are constants and get no gradient.
 //
-// Layout (float32, contiguous): z [n, R, k], w [n, R], mask [n, R, g] uint8 (or empty),
-// in_w [n, k, g+1+d], fc2 [n, g+1, g+1], glu [n, g+1, 2d], gain [n, d], out/grad [R, d].
+// The dropout keep bits are hashed from a seed and each element's index (dropout.py's
+// HashedMask, the same bits): recomputed in backward, never stored.
+// Layout (float32, contiguous): z [n, R, k], w [n, R], in_w [n, k, g+1+d], fc2 [n, g+1, g+1], glu [n, g+1, 2d], gain [n, d], out/grad [R, d].
 // Forward splits the rows between threads (each owns its rows of `out`); backward splits the
 // variables (each owns its variables' weight gradients): no locks, no per-thread copies.
 #include <torch/extension.h>
@@ -40,6 +41,29 @@ struct Sizes {
   int64_t n, rows, k, g, d;
   int64_t in_cols() const { return g + 1 + d; }
 };
+
+// Dropout: the seed's halves and the keep threshold (of 2^16; 2^16 keeps all).
+struct Dropout {
+  uint32_t lo, hi, threshold;
+  bool active() const { return threshold < (1u << 16); }
+};
+
+inline uint32_t fmix32(uint32_t x) {  // MurmurHash3's finalizer
+  x ^= x >> 16;
+  x *= 0x85ebca6bu;
+  x ^= x >> 13;
+  x *= 0xc2b2ae35u;
+  return x ^ (x >> 16);
+}
+
+// keep[i] = 1 or 0 for the g elements from flat index `first` (HashedMask.keep's bits).
+inline void keep_factors(const Dropout& drop, int64_t first, int64_t g, float* keep) {
+#pragma omp simd
+  for (int64_t i = 0; i < g; ++i) {
+    const uint32_t x = fmix32(fmix32(static_cast<uint32_t>(first + i) + drop.lo) ^ drop.hi);
+    keep[i] = (x >> 16) < drop.threshold ? 1.f : 0.f;
+  }
+}
 
 // Columns [o, end) of out[t] (=, or += with Add) x[t, :fin] @ w[:fin, :] in chunks of C:
 // the T x C accumulators stay in registers while w's rows stream by (T products per weight
@@ -102,22 +126,24 @@ inline void tile_outer_add(const float* x, int64_t x_stride, int64_t rows, const
   }
 }
 
-// A tile's activations, kTile rows: a2, e1 [g + 1], gl [2d], y [d] (the pre-LayerNorm sum,
-// then its normed value in backward), s = sigmoid(gates) [d], LayerNorm mean and 1/std.
+// A tile's activations, kTile rows: a2, e1 [g + 1], the dropout's keep factors [g], gl [2d],
+// y [d] (the pre-LayerNorm sum, then its normed value in backward), s = sigmoid(gates) [d],
+// LayerNorm mean and 1/std.
 struct Tile {
   int64_t g1, d;
-  std::vector<float> a2, e1, gl, y, s, mean, rstd;
+  std::vector<float> a2, e1, keep, gl, y, s, mean, rstd;
   explicit Tile(const Sizes& sz)
-      : g1(sz.g + 1), d(sz.d), a2(kTile * g1), e1(kTile * g1), gl(kTile * 2 * d),
-        y(kTile * d), s(kTile * d), mean(kTile), rstd(kTile) {}
+      : g1(sz.g + 1), d(sz.d), a2(kTile * g1), e1(kTile * g1), keep(kTile * sz.g),
+        gl(kTile * 2 * d), y(kTile * d), s(kTile * d), mean(kTile), rstd(kTile) {}
 };
 
-// The forward of T consecutive cells of one variable up to the LayerNorm statistics. z, mask
-// point at the first cell's; in_w, fc2, glu at the variable's weights.
+// The forward of T consecutive cells of one variable, from cell index `cell`, up to the
+// LayerNorm statistics; in_w, fc2, glu point at the variable's weights.
 template <int T>
-inline void tile_forward(const Sizes& sz, const float* z, const uint8_t* mask,
+inline void tile_forward(const Sizes& sz, int64_t cell, const float* z_all, const Dropout& drop,
                          const float* in_w, const float* fc2, const float* glu, float eps,
                          Tile& c) {
+  const float* z = z_all + cell * sz.k;
   const int64_t g1 = sz.g + 1, d = sz.d, d2 = 2 * sz.d, cols = sz.in_cols();
   float* a2 = c.a2.data();
   float* e1 = c.e1.data();
@@ -130,12 +156,13 @@ inline void tile_forward(const Sizes& sz, const float* z, const uint8_t* mask,
     for (int64_t i = 0; i < g1; ++i) a[i] = a[i] > 0.f ? a[i] : foxhunt::exp_approx(a[i]) - 1.f;
   }
   tile_matmul<T>(a2, g1, fc2, g1, g1, g1, e1, g1);
-  if (mask != nullptr) {
+  if (drop.active()) {
     for (int t = 0; t < T; ++t) {
       float* e = e1 + t * g1;
-      const uint8_t* m = mask + t * sz.g;
+      float* keep = c.keep.data() + t * sz.g;
+      keep_factors(drop, (cell + t) * sz.g, sz.g, keep);
 #pragma omp simd
-      for (int64_t i = 0; i < sz.g; ++i) e[i] *= static_cast<float>(m[i]);
+      for (int64_t i = 0; i < sz.g; ++i) e[i] *= keep[i];
     }
   }
   tile_matmul<T>(e1, g1, glu, d2, g1, d2, gl, d2);
@@ -178,11 +205,10 @@ Weights weights_of(const Sizes& sz, int64_t j, const float* in_w, const float* f
 // Forward of T cells (variable j, rows r..r+T): out[r + t] += w * gain * LayerNorm(y).
 template <int T>
 inline void tile_add_out(const Sizes& sz, int64_t j, int64_t r, const float* z, const float* w,
-                         const uint8_t* mask, const Weights& wj, float eps, Tile& c,
+                         const Dropout& drop, const Weights& wj, float eps, Tile& c,
                          float* out) {
   const int64_t cell = j * sz.rows + r, d = sz.d;
-  tile_forward<T>(sz, z + cell * sz.k, mask ? mask + cell * sz.g : nullptr, wj.in_w, wj.fc2,
-                  wj.glu, eps, c);
+  tile_forward<T>(sz, cell, z, drop, wj.in_w, wj.fc2, wj.glu, eps, c);
   for (int t = 0; t < T; ++t) {
     const float a = w[cell + t] * c.rstd[t], mean = c.mean[t];
     const float* y = c.y.data() + t * d;
@@ -217,13 +243,12 @@ struct Outputs {  // the gradients backward writes, full tensors
 // Backward of T cells (variable j, rows r..r+T), recomputing their forward.
 template <int T>
 inline void tile_backward(const Sizes& sz, int64_t j, int64_t r, const float* z, const float* w,
-                          const uint8_t* mask, const Weights& wj, float eps, Tile& c, Grads& b,
+                          const Dropout& drop, const Weights& wj, float eps, Tile& c, Grads& b,
                           const Outputs& out) {
   const int64_t k = sz.k, g = sz.g, g1 = sz.g + 1, d = sz.d, d2 = 2 * sz.d;
   const int64_t cols = sz.in_cols(), cell = j * sz.rows + r;
   const float* zc = z + cell * k;
-  const uint8_t* m = mask ? mask + cell * g : nullptr;
-  tile_forward<T>(sz, zc, m, wj.in_w, wj.fc2, wj.glu, eps, c);
+  tile_forward<T>(sz, cell, z, drop, wj.in_w, wj.fc2, wj.glu, eps, c);
   float* d_gain = out.d_gain + j * d;
   const float inv_d = 1.f / static_cast<float>(d);
   for (int t = 0; t < T; ++t) {  // LayerNorm and the weighted sum: normed = (y - mean) * rstd
@@ -258,11 +283,12 @@ inline void tile_backward(const Sizes& sz, int64_t j, int64_t r, const float* z,
   // gl = e1 @ glu: d_glu += e1^T d_gl; d_e1 = d_gl @ glu[:g]^T, masked as e1 was
   tile_outer_add<T>(c.e1.data(), g1, g1, b.d_gl.data(), d2, d2, out.d_glu + j * g1 * d2, d2);
   tile_matmul<T>(b.d_gl.data(), d2, b.glu_t.data(), g, d2, g, b.d_e1.data(), g);
-  if (m != nullptr) {
+  if (drop.active()) {
     for (int t = 0; t < T; ++t) {
       float* de = b.d_e1.data() + t * g;
+      const float* keep = c.keep.data() + t * g;
 #pragma omp simd
-      for (int64_t i = 0; i < g; ++i) de[i] *= static_cast<float>(m[t * g + i]);
+      for (int64_t i = 0; i < g; ++i) de[i] *= keep[i];
     }
   }
   // e1 = a2 @ fc2: d_fc2 += a2^T d_e1; d_a2 = d_e1 @ fc2[:g, :g]^T, then through the ELU
@@ -301,8 +327,7 @@ void check(const torch::Tensor& t, const char* name, int64_t dim, at::ScalarType
   TORCH_CHECK(t.dim() == dim, name, " must have ", dim, " dimensions");
 }
 
-Sizes sizes(const torch::Tensor& z, const torch::Tensor& w, const torch::Tensor& mask,
-            const torch::Tensor& in_w, const torch::Tensor& fc2, const torch::Tensor& glu,
+Sizes sizes(const torch::Tensor& z, const torch::Tensor& w, const torch::Tensor& in_w, const torch::Tensor& fc2, const torch::Tensor& glu,
             const torch::Tensor& gain) {
   check(z, "z", 3, at::kFloat), check(w, "w", 2, at::kFloat);
   check(in_w, "in_w", 3, at::kFloat), check(fc2, "fc2", 3, at::kFloat);
@@ -311,25 +336,27 @@ Sizes sizes(const torch::Tensor& z, const torch::Tensor& w, const torch::Tensor&
   TORCH_CHECK(in_w.size(1) == sz.k && in_w.size(2) == sz.in_cols(), "in_w: wrong shape");
   TORCH_CHECK(glu.size(1) == sz.g + 1 && glu.size(2) == 2 * sz.d, "glu: wrong shape");
   TORCH_CHECK(w.size(0) == sz.n && w.size(1) == sz.rows, "w: wrong shape");
-  if (mask.numel() > 0) {
-    check(mask, "mask", 3, at::kByte);
-    TORCH_CHECK(mask.size(0) == sz.n && mask.size(1) == sz.rows && mask.size(2) == sz.g,
-                "mask: wrong shape");
-  }
   return sz;
+}
+
+Dropout dropout_of(int64_t seed, int64_t threshold) {
+  TORCH_CHECK(threshold >= 0 && threshold <= (1 << 16), "threshold must be in [0, 2^16]");
+  const auto bits = static_cast<uint64_t>(seed);
+  return {static_cast<uint32_t>(bits), static_cast<uint32_t>(bits >> 32),
+          static_cast<uint32_t>(threshold)};
 }
 
 }  // namespace
 
 // out [R, d] += sum_j w[j, r] * gain_j * LayerNorm(GRN_j(z[j, r])), LayerNorm without bias.
-void forward(const torch::Tensor& z, const torch::Tensor& w, const torch::Tensor& mask,
+void forward(const torch::Tensor& z, const torch::Tensor& w, int64_t seed, int64_t threshold,
              const torch::Tensor& in_w, const torch::Tensor& fc2, const torch::Tensor& glu,
              const torch::Tensor& gain, torch::Tensor& out, double eps) {
-  const Sizes sz = sizes(z, w, mask, in_w, fc2, glu, gain);
+  const Sizes sz = sizes(z, w, in_w, fc2, glu, gain);
+  const Dropout drop = dropout_of(seed, threshold);
   check(out, "out", 2, at::kFloat);
   const float* z_p = z.data_ptr<float>();
   const float* w_p = w.data_ptr<float>();
-  const uint8_t* mask_p = mask.numel() > 0 ? mask.data_ptr<uint8_t>() : nullptr;
   const float *in_w_p = in_w.data_ptr<float>(), *fc2_p = fc2.data_ptr<float>();
   const float *glu_p = glu.data_ptr<float>(), *gain_p = gain.data_ptr<float>();
   float* out_p = out.data_ptr<float>();
@@ -340,27 +367,27 @@ void forward(const torch::Tensor& z, const torch::Tensor& w, const torch::Tensor
       const Weights wj = weights_of(sz, j, in_w_p, fc2_p, glu_p, gain_p);
       int64_t r = r0;
       for (; r + kTile <= r1; r += kTile)
-        tile_add_out<kTile>(sz, j, r, z_p, w_p, mask_p, wj, e, c, out_p);
-      for (; r < r1; ++r) tile_add_out<1>(sz, j, r, z_p, w_p, mask_p, wj, e, c, out_p);
+        tile_add_out<kTile>(sz, j, r, z_p, w_p, drop, wj, e, c, out_p);
+      for (; r < r1; ++r) tile_add_out<1>(sz, j, r, z_p, w_p, drop, wj, e, c, out_p);
     }
   });
 }
 
 // Given grad [R, d] of `out`, writes d_w [n, R] and (if not empty) d_z [n, R, k]; adds the
 // weight gradients to d_in_w, d_fc2, d_glu and d_gain (their "1" columns untouched).
-void backward(const torch::Tensor& z, const torch::Tensor& w, const torch::Tensor& mask,
+void backward(const torch::Tensor& z, const torch::Tensor& w, int64_t seed, int64_t threshold,
               const torch::Tensor& in_w, const torch::Tensor& fc2, const torch::Tensor& glu,
               const torch::Tensor& gain, const torch::Tensor& grad, torch::Tensor& d_w,
               torch::Tensor& d_z, torch::Tensor& d_in_w, torch::Tensor& d_fc2,
               torch::Tensor& d_glu, torch::Tensor& d_gain, double eps) {
-  const Sizes sz = sizes(z, w, mask, in_w, fc2, glu, gain);
+  const Sizes sz = sizes(z, w, in_w, fc2, glu, gain);
+  const Dropout drop = dropout_of(seed, threshold);
   check(grad, "grad", 2, at::kFloat), check(d_w, "d_w", 2, at::kFloat);
   check(d_in_w, "d_in_w", 3, at::kFloat), check(d_fc2, "d_fc2", 3, at::kFloat);
   check(d_glu, "d_glu", 3, at::kFloat), check(d_gain, "d_gain", 2, at::kFloat);
   if (d_z.numel() > 0) check(d_z, "d_z", 3, at::kFloat);
   const float* z_p = z.data_ptr<float>();
   const float* w_p = w.data_ptr<float>();
-  const uint8_t* mask_p = mask.numel() > 0 ? mask.data_ptr<uint8_t>() : nullptr;
   const float *in_w_p = in_w.data_ptr<float>(), *fc2_p = fc2.data_ptr<float>();
   const float *glu_p = glu.data_ptr<float>(), *gain_p = gain.data_ptr<float>();
   const Outputs out{grad.data_ptr<float>(),  d_w.data_ptr<float>(),
@@ -376,8 +403,8 @@ void backward(const torch::Tensor& z, const torch::Tensor& w, const torch::Tenso
       b.transpose(sz, wj);
       int64_t r = 0;
       for (; r + kTile <= sz.rows; r += kTile)
-        tile_backward<kTile>(sz, j, r, z_p, w_p, mask_p, wj, e, c, b, out);
-      for (; r < sz.rows; ++r) tile_backward<1>(sz, j, r, z_p, w_p, mask_p, wj, e, c, b, out);
+        tile_backward<kTile>(sz, j, r, z_p, w_p, drop, wj, e, c, b, out);
+      for (; r < sz.rows; ++r) tile_backward<1>(sz, j, r, z_p, w_p, drop, wj, e, c, b, out);
     }
   });
 }

@@ -86,9 +86,14 @@ class VariableGRNs(nn.Module):
         fc2 = _with_bias(self.fc2_weight, self.fc2_bias)  # [n, g + 1, g]
         fc2 = torch.cat([fc2, _carry_one(fc2, 1)], dim=-1)  # [n, g + 1, g + 1]
         glu_weight: Tensor = self.glu_weight  # read once (it may be parametrized)
-        mask = None
+        mask: fused_grns.Mask = None
         if self.dropout.training and self.dropout.p > 0:
-            mask = self.dropout.keep_mask((n, rows, self.hidden_size), z.device)  # bool
+            # CPU: a seed the kernel hashes each bit from; GPU: drawn bits (one block there,
+            # where hashed indices would take 8x the mask's memory)
+            if z.device.type == "cpu":
+                mask = self.dropout.hashed_mask(z.device)
+            else:
+                mask = self.dropout.keep_mask((n, rows, self.hidden_size), z.device)
             glu_weight = glu_weight / self.dropout.keep_probability  # the rescaling, folded in
         glu = _with_bias(glu_weight, self.glu_bias)  # [n, g + 1, 2 * output]
         # CPU: blocks of (variable, row) cells whose widest activation stays in cache
