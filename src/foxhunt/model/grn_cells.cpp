@@ -65,19 +65,20 @@ inline void keep_factors(const Dropout& drop, int64_t first, int64_t g, float* k
   }
 }
 
-// Columns [o, end) of out[t] (=, or += with Add) x[t, :fin] @ w[:fin, :] in chunks of C:
+// Columns [o, end) of out[t] (=, or += with Add) x[t, :fin] @ w[:fin, :] in chunks of C, x's
+// element (t, f) at x[t * x_row + f * x_col]:
 // the T x C accumulators stay in registers while w's rows stream by (T products per weight
 // load). Returns the first column not done (end rounded down to whole chunks).
 template <int T, int C, bool Add>
-inline int64_t matmul_chunks(const float* x, int64_t x_stride, const float* w, int64_t w_stride,
-                             int64_t fin, int64_t o, int64_t end, float* out,
+inline int64_t matmul_chunks(const float* x, int64_t x_row, int64_t x_col, const float* w,
+                             int64_t w_stride, int64_t fin, int64_t o, int64_t end, float* out,
                              int64_t out_stride) {
   for (; o + C <= end; o += C) {
     float acc[T][C] = {};
     for (int64_t f = 0; f < fin; ++f) {
       const float* wf = w + f * w_stride + o;
       for (int t = 0; t < T; ++t) {
-        const float xf = x[t * x_stride + f];
+        const float xf = x[t * x_row + f * x_col];
 #pragma omp simd
         for (int c = 0; c < C; ++c) acc[t][c] += xf * wf[c];
       }
@@ -92,17 +93,19 @@ inline int64_t matmul_chunks(const float* x, int64_t x_stride, const float* w, i
 }
 
 // out[t, :cols] (=, or += with Add) x[t, :fin] @ w[:fin, :cols] for the T rows of a tile;
-// x, w and out are row-major with the given strides.
+// w and out are row-major with the given strides, x's element (t, f) at t * x_row + f * x_col.
 template <int T, bool Add = false>
-inline void tile_matmul(const float* x, int64_t x_stride, const float* w, int64_t w_stride,
-                        int64_t fin, int64_t cols, float* out, int64_t out_stride) {
-  int64_t o = matmul_chunks<T, kWide, Add>(x, x_stride, w, w_stride, fin, 0, cols, out,
+inline void tile_matmul(const float* x, int64_t x_row, int64_t x_col, const float* w,
+                        int64_t w_stride, int64_t fin, int64_t cols, float* out,
+                        int64_t out_stride) {
+  int64_t o = matmul_chunks<T, kWide, Add>(x, x_row, x_col, w, w_stride, fin, 0, cols, out,
                                            out_stride);
-  o = matmul_chunks<T, kWide / 2, Add>(x, x_stride, w, w_stride, fin, o, cols, out, out_stride);
+  o = matmul_chunks<T, kWide / 2, Add>(x, x_row, x_col, w, w_stride, fin, o, cols, out,
+                                       out_stride);
   for (; o < cols; ++o) {  // the last columns (of g + 1 = 17: the constant's)
     for (int t = 0; t < T; ++t) {
       float acc = 0.f;
-      for (int64_t f = 0; f < fin; ++f) acc += x[t * x_stride + f] * w[f * w_stride + o];
+      for (int64_t f = 0; f < fin; ++f) acc += x[t * x_row + f * x_col] * w[f * w_stride + o];
       float* dst = out + t * out_stride + o;
       *dst = Add ? *dst + acc : acc;
     }
@@ -148,14 +151,14 @@ inline void tile_forward(const Sizes& sz, int64_t cell, const float* z_all, cons
   float* a2 = c.a2.data();
   float* e1 = c.e1.data();
   float* gl = c.gl.data();
-  tile_matmul<T>(z, sz.k, in_w, cols, sz.k, g1, a2, g1);
-  tile_matmul<T>(z, sz.k, in_w + g1, cols, sz.k, d, c.y.data(), d);  // the skip
+  tile_matmul<T>(z, sz.k, 1, in_w, cols, sz.k, g1, a2, g1);
+  tile_matmul<T>(z, sz.k, 1, in_w + g1, cols, sz.k, d, c.y.data(), d);  // the skip
   for (int t = 0; t < T; ++t) {
     float* a = a2 + t * g1;
 #pragma omp simd
     for (int64_t i = 0; i < g1; ++i) a[i] = a[i] > 0.f ? a[i] : foxhunt::exp_approx(a[i]) - 1.f;
   }
-  tile_matmul<T>(a2, g1, fc2, g1, g1, g1, e1, g1);
+  tile_matmul<T>(a2, g1, 1, fc2, g1, g1, g1, e1, g1);
   if (drop.active()) {
     for (int t = 0; t < T; ++t) {
       float* e = e1 + t * g1;
@@ -165,7 +168,7 @@ inline void tile_forward(const Sizes& sz, int64_t cell, const float* z_all, cons
       for (int64_t i = 0; i < sz.g; ++i) e[i] *= keep[i];
     }
   }
-  tile_matmul<T>(e1, g1, glu, d2, g1, d2, gl, d2);
+  tile_matmul<T>(e1, g1, 1, glu, d2, g1, d2, gl, d2);
   for (int t = 0; t < T; ++t) {
     const float* values = gl + t * d2;
     const float* gates = values + d;
@@ -218,13 +221,19 @@ inline void tile_add_out(const Sizes& sz, int64_t j, int64_t r, const float* z, 
   }
 }
 
-// Backward's per-thread buffers: the transposed weights of the current variable and a tile's
-// gradients of gl [2d], y [d], e1 [g] and fc1's pre-activation [g].
+// Rows whose e1 and d_gl backward collects before adding their product to d_glu: one
+// [g + 1, kBatch] x [kBatch, 2d] matmul instead of a rank-kTile update per tile.
+constexpr int64_t kBatch = 8 * kTile;
+
+// Backward's per-thread buffers: the transposed weights of the current variable; a tile's
+// gradients of y [d], e1 [g] and fc1's pre-activation [g]; the batch's e1 [g + 1] and
+// gradients of gl [2d], `filled` rows of them so far.
 struct Grads {
-  std::vector<float> glu_t, fc2_t, d_gl, dy, d_e1, d_pre;
+  std::vector<float> glu_t, fc2_t, dy, d_e1, d_pre, e1s, d_gls;
+  int64_t filled = 0;
   explicit Grads(const Sizes& sz)
-      : glu_t(2 * sz.d * sz.g), fc2_t(sz.g * sz.g), d_gl(kTile * 2 * sz.d), dy(kTile * sz.d),
-        d_e1(kTile * sz.g), d_pre(kTile * sz.g) {}
+      : glu_t(2 * sz.d * sz.g), fc2_t(sz.g * sz.g), dy(kTile * sz.d), d_e1(kTile * sz.g),
+        d_pre(kTile * sz.g), e1s(kBatch * (sz.g + 1)), d_gls(kBatch * 2 * sz.d) {}
   // glu[:g] and fc2[:g, :g] transposed: backward's products run along the weights' rows
   void transpose(const Sizes& sz, const Weights& wj) {
     const int64_t g = sz.g, g1 = sz.g + 1, d2 = 2 * sz.d;
@@ -232,6 +241,18 @@ struct Grads {
       for (int64_t o = 0; o < d2; ++o) glu_t[o * g + i] = wj.glu[i * d2 + o];
     for (int64_t i = 0; i < g; ++i)
       for (int64_t o = 0; o < g; ++o) fc2_t[o * g + i] = wj.fc2[i * g1 + o];
+  }
+  // d_glu [g + 1, 2d] += e1s^T d_gls over the filled rows
+  void flush(const Sizes& sz, float* d_glu) {
+    const int64_t g1 = sz.g + 1, d2 = 2 * sz.d;
+    int64_t i = 0;
+    for (; i + kTile <= g1; i += kTile)
+      tile_matmul<kTile, true>(e1s.data() + i, 1, g1, d_gls.data(), d2, filled, d2,
+                               d_glu + i * d2, d2);
+    for (; i < g1; ++i)
+      tile_matmul<1, true>(e1s.data() + i, 1, g1, d_gls.data(), d2, filled, d2, d_glu + i * d2,
+                           d2);
+    filled = 0;
   }
 };
 
@@ -250,6 +271,9 @@ inline void tile_backward(const Sizes& sz, int64_t j, int64_t r, const float* z,
   const float* zc = z + cell * k;
   tile_forward<T>(sz, cell, z, drop, wj.in_w, wj.fc2, wj.glu, eps, c);
   float* d_gain = out.d_gain + j * d;
+  float* d_gl = b.d_gls.data() + b.filled * d2;  // this tile's rows of the batch
+  std::copy(c.e1.begin(), c.e1.begin() + T * g1, b.e1s.begin() + b.filled * g1);
+  b.filled += T;
   const float inv_d = 1.f / static_cast<float>(d);
   for (int t = 0; t < T; ++t) {  // LayerNorm and the weighted sum: normed = (y - mean) * rstd
     const float* g_out = out.grad + (r + t) * d;
@@ -270,7 +294,7 @@ inline void tile_backward(const Sizes& sz, int64_t j, int64_t r, const float* z,
     out.d_w[cell + t] = dot;
     const float a = wt * rstd, m1 = sum * inv_d, m2 = dot * inv_d;
     float* dy = b.dy.data() + t * d;
-    float* d_values = b.d_gl.data() + t * d2;
+    float* d_values = d_gl + t * d2;
     float* d_gates = d_values + d;
 #pragma omp simd
     for (int64_t i = 0; i < d; ++i) {
@@ -280,9 +304,8 @@ inline void tile_backward(const Sizes& sz, int64_t j, int64_t r, const float* z,
       d_gates[i] = grad_y * values[i] * s[i] * (1.f - s[i]);
     }
   }
-  // gl = e1 @ glu: d_glu += e1^T d_gl; d_e1 = d_gl @ glu[:g]^T, masked as e1 was
-  tile_outer_add<T>(c.e1.data(), g1, g1, b.d_gl.data(), d2, d2, out.d_glu + j * g1 * d2, d2);
-  tile_matmul<T>(b.d_gl.data(), d2, b.glu_t.data(), g, d2, g, b.d_e1.data(), g);
+  // gl = e1 @ glu: d_e1 = d_gl @ glu[:g]^T, masked as e1 was (d_glu: Grads::flush)
+  tile_matmul<T>(d_gl, d2, 1, b.glu_t.data(), g, d2, g, b.d_e1.data(), g);
   if (drop.active()) {
     for (int t = 0; t < T; ++t) {
       float* de = b.d_e1.data() + t * g;
@@ -293,7 +316,7 @@ inline void tile_backward(const Sizes& sz, int64_t j, int64_t r, const float* z,
   }
   // e1 = a2 @ fc2: d_fc2 += a2^T d_e1; d_a2 = d_e1 @ fc2[:g, :g]^T, then through the ELU
   tile_outer_add<T>(c.a2.data(), g1, g1, b.d_e1.data(), g, g, out.d_fc2 + j * g1 * g1, g1);
-  tile_matmul<T>(b.d_e1.data(), g, b.fc2_t.data(), g, g, g, b.d_pre.data(), g);
+  tile_matmul<T>(b.d_e1.data(), g, 1, b.fc2_t.data(), g, g, g, b.d_pre.data(), g);
   for (int t = 0; t < T; ++t) {
     const float* a2 = c.a2.data() + t * g1;
     float* dp = b.d_pre.data() + t * g;
@@ -401,10 +424,17 @@ void backward(const torch::Tensor& z, const torch::Tensor& w, int64_t seed, int6
     for (int64_t j = j0; j < j1; ++j) {
       const Weights wj = weights_of(sz, j, in_w_p, fc2_p, glu_p, gain_p);
       b.transpose(sz, wj);
+      float* d_glu_j = out.d_glu + j * (sz.g + 1) * 2 * sz.d;
       int64_t r = 0;
-      for (; r + kTile <= sz.rows; r += kTile)
+      for (; r + kTile <= sz.rows; r += kTile) {
         tile_backward<kTile>(sz, j, r, z_p, w_p, drop, wj, e, c, b, out);
-      for (; r < sz.rows; ++r) tile_backward<1>(sz, j, r, z_p, w_p, drop, wj, e, c, b, out);
+        if (b.filled == kBatch) b.flush(sz, d_glu_j);
+      }
+      for (; r < sz.rows; ++r) {
+        tile_backward<1>(sz, j, r, z_p, w_p, drop, wj, e, c, b, out);
+        if (b.filled == kBatch) b.flush(sz, d_glu_j);
+      }
+      b.flush(sz, d_glu_j);
     }
   });
 }
