@@ -21,7 +21,7 @@ from foxhunt.scoring import (
     validation_reference,
 )
 from foxhunt.training.finite import check_finite_forecasts
-from foxhunt.training.inference import mean_selection_weights
+from foxhunt.training.inference import SelectionAverage
 
 
 def score_test(built: BuiltRun, fitted: Fitted, job: JobSetting) -> Scored:
@@ -35,13 +35,12 @@ def score_test(built: BuiltRun, fitted: Fitted, job: JobSetting) -> Scored:
     if baselines is None:
         baselines = fit_run_baselines(data, quantiles, window=built.config.data.baseline_window)
     save_run_baselines(job.output_dir, baselines)
-    pred, target = fitted.trainer.predict(data.test)
+    selection = SelectionAverage()  # which inputs the VSNs chose, from the same forward
+    pred, target = fitted.trainer.predict(data.test, observe=selection)
     check_finite_forecasts(pred, "test")  # a NaN model is never saved
     forecasts = WindowForecasts(dataset=data.test, pred=pred, target=target)
     scored = score_windows(forecasts, baselines, data.preprocessor, quantiles)
-    # which inputs the selection networks chose on the test windows, per input and per group
-    weights = mean_selection_weights(fitted.trainer.model, data.test, device=fitted.trainer.device)
-    importance = run_importance(data.preprocessor, weights)
+    importance = run_importance(data.preprocessor, selection.means())  # per input and group
     scored = replace(scored, metrics={**scored.metrics, "importance": importance})
     reference = validation_reference(baselines, data, quantiles)
     if reference:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -31,14 +31,19 @@ def predict_windows(
     batch_size: int = 512,
     device: torch.device | str = "cpu",
     autocast: contextlib.AbstractContextManager[Any] | None = None,
+    observe: Callable[[Any], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
-    """Quantile forecasts [N, H, Q], targets [N, H] (None without targets) and anchors [N]."""
+    """Quantile forecasts [N, H, Q], targets [N, H] (None without targets) and anchors [N].
+    ``observe`` sees each batch's whole output (a ``TFTOutput``): what else a caller needs
+    from the same forward, as :class:`SelectionAverage`."""
     model.eval()
     preds, targets, anchors = [], [], []
     for batch in sequential_batches(dataset, batch_size):
         batch = batch.to(device)
         with autocast or contextlib.nullcontext():
             out = model(batch)
+        if observe is not None:
+            observe(out)
         preds.append(out.quantiles.float().cpu().numpy())
         if batch.target is not None:
             targets.append(batch.target.cpu().numpy())
@@ -60,16 +65,31 @@ def mean_selection_weights(
     device: torch.device | str = "cpu",
 ) -> dict[str, np.ndarray]:
     """Each variable selection network's weight per input, averaged over every window and
-    time step of `dataset`: {"static": [S + C], "past": [P], "future": [F]} (each sums to 1,
-    or is empty when the model has no such inputs)."""
+    time step of `dataset` (:meth:`SelectionAverage.means`)."""
     model.eval()
-    sums: dict[str, np.ndarray] = {}
-    count = 0
+    average = SelectionAverage()
     for batch in sequential_batches(dataset, batch_size):
-        for key, total in selection_weight_sums(model(batch.to(device))).items():
-            sums[key] = sums[key] + total if key in sums else total
-        count += batch.batch_size
-    return {key: value / max(count, 1) for key, value in sums.items()}
+        average(model(batch.to(device)))
+    return average.means()
+
+
+class SelectionAverage:
+    """The selection weights averaged over the outputs it is called with: one forward gives
+    forecasts and importances (``predict_windows(observe=...)``)."""
+
+    def __init__(self) -> None:
+        self.sums: dict[str, np.ndarray] = {}
+        self.count = 0
+
+    def __call__(self, out: Any) -> None:
+        for key, total in selection_weight_sums(out).items():
+            self.sums[key] = self.sums[key] + total if key in self.sums else total
+        self.count += out.quantiles.shape[0]
+
+    def means(self) -> dict[str, np.ndarray]:
+        """{"static": [S + C], "past": [P], "future": [F]}, each summing to 1 (or empty when
+        the model has no such inputs)."""
+        return {key: value / max(self.count, 1) for key, value in self.sums.items()}
 
 
 def selection_weight_sums(out: Any) -> dict[str, np.ndarray]:

@@ -7,7 +7,7 @@ import logging
 import math
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -162,14 +162,18 @@ class Trainer:
         self.state.skip_nonfinite(value, self.config.max_nonfinite_steps)  # may raise
         return value
 
-    def predict(self, dataset: Dataset[TFTBatch]) -> tuple[np.ndarray, np.ndarray]:
-        """Quantile forecasts [N, H, Q] and targets [N, H] for every window, scaled units."""
+    def predict(
+        self, dataset: Dataset[TFTBatch], observe: Callable[[Any], None] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Quantile forecasts [N, H, Q] and targets [N, H] for every window, scaled units;
+        ``observe`` sees each batch's output (``predict_windows``)."""
         pred, target, _ = predict_windows(
             self.model,
             dataset,
             batch_size=self.config.eval_batch_size,
             device=self.device,
             autocast=self.autocast(),
+            observe=observe,
         )
         assert target is not None, "evaluation windows carry targets"
         return pred, target
