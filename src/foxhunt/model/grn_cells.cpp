@@ -29,12 +29,12 @@ namespace {
 
 constexpr int64_t kRowGrain = 16;  // rows per forward task
 // Rows of one variable computed together, and the output columns per register chunk of
-// tile_matmul: its kTile x kWide accumulators fill half the vector registers (32 zmm with
-// AVX-512, 16 ymm with AVX2), leaving the rest for the weights and broadcasts.
+// tile_matmul: its kTile x kWide accumulators take 16 of AVX-512's 32 zmm registers, 12 of
+// AVX2's 16 ymm, leaving the rest for the weights and broadcasts (measured best of a few).
 #if defined(__AVX512F__)
 constexpr int kTile = 8, kWide = 32;
 #else
-constexpr int kTile = 8, kWide = 8;
+constexpr int kTile = 6, kWide = 16;
 #endif
 
 struct Sizes {
@@ -242,17 +242,22 @@ struct Grads {
     for (int64_t i = 0; i < g; ++i)
       for (int64_t o = 0; o < g; ++o) fc2_t[o * g + i] = wj.fc2[i * g1 + o];
   }
-  // d_glu [g + 1, 2d] += e1s^T d_gls over the filled rows
+  // d_glu [g + 1, 2d] += e1s^T d_gls over the filled rows, kTile rows of d_glu at a time and
+  // the last ones 4, 2, 1 at a time (one at a time, an accumulator waits on itself)
   void flush(const Sizes& sz, float* d_glu) {
-    const int64_t g1 = sz.g + 1, d2 = 2 * sz.d;
+    const int64_t g1 = sz.g + 1;
     int64_t i = 0;
-    for (; i + kTile <= g1; i += kTile)
-      tile_matmul<kTile, true>(e1s.data() + i, 1, g1, d_gls.data(), d2, filled, d2,
-                               d_glu + i * d2, d2);
-    for (; i < g1; ++i)
-      tile_matmul<1, true>(e1s.data() + i, 1, g1, d_gls.data(), d2, filled, d2, d_glu + i * d2,
-                           d2);
+    for (; i + kTile <= g1; i += kTile) add_product<kTile>(sz, i, d_glu);
+    if (i + 4 <= g1) add_product<4>(sz, i, d_glu), i += 4;
+    if (i + 2 <= g1) add_product<2>(sz, i, d_glu), i += 2;
+    if (i < g1) add_product<1>(sz, i, d_glu);
     filled = 0;
+  }
+  template <int T>
+  void add_product(const Sizes& sz, int64_t i, float* d_glu) {
+    const int64_t g1 = sz.g + 1, d2 = 2 * sz.d;
+    tile_matmul<T, true>(e1s.data() + i, 1, g1, d_gls.data(), d2, filled, d2, d_glu + i * d2,
+                         d2);
   }
 };
 
