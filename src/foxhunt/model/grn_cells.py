@@ -2,10 +2,9 @@
 
 On CPU a VSN's n GRNs and their selection-weighted sum run in this kernel, (variable, row)
 cell by cell: matmuls, ELU, dropout, GLU, skip, LayerNorm and sum in registers and L1,
-forward and a recomputing backward, with nothing of width [variables, rows, *] in memory.
-At the reference config the fused op's forward + backward went from 319 to 206 ms at one
-thread (AVX-512; 322 to 249 ms limited to AVX2), docs/performance.md. Built on first use by
-:mod:`foxhunt.cpp_kernels` (about a minute, then cached). Without a C++ compiler, or with
+forward and a recomputing backward, with nothing of width [variables, rows, *] in memory
+(the training step's speed-up over the bmm path it replaced: docs/performance.md). Built
+on first use by :mod:`foxhunt.cpp_kernels` (about a minute, then cached). Without a C++ compiler, or with
 ``FOXHUNT_FUSED_KERNEL=0``, fused_grns' blocked ATen path runs instead: the same math, slower.
 """
 
