@@ -1,6 +1,7 @@
-// A VSN's per-variable GRNs and their selection-weighted sum (eqs. 2-4, 7-8), whole, one
-// (variable, row) cell at a time: the cell's activations live in a few hundred floats on the
-// stack, so nothing of width [variables, rows, *] is written to memory, forward or backward.
+// A VSN's per-variable GRNs and their selection-weighted sum (eqs. 2-4, 7-8), whole, a tile
+// of a few rows of one variable at a time: the tile's activations live in registers and a few
+// KiB of buffers, so nothing of width [variables, rows, *] is written to memory, forward or
+// backward. (long: forward, backward and the tile helpers they share are one idea.)
 //
 // Per cell, with z the GRN's input (its last feature the constant 1) and the weights
 // "augmented" (their last input row is the bias, see variable_grns.py):
@@ -14,7 +15,8 @@
 //
 // The dropout keep bits are hashed from a seed and each element's index (dropout.py's
 // HashedMask, the same bits): recomputed in backward, never stored.
-// Layout (float32, contiguous): z [n, R, k], w [n, R], in_w [n, k, g+1+d], fc2 [n, g+1, g+1], glu [n, g+1, 2d], gain [n, d], out/grad [R, d].
+// Layout (float32, contiguous): z [n, R, k], w [n, R], in_w [n, k, g+1+d], fc2 [n, g+1, g+1],
+// glu [n, g+1, 2d], gain [n, d], out/grad [R, d].
 // Forward splits the rows between threads (each owns its rows of `out`); backward splits the
 // variables (each owns its variables' weight gradients): no locks, no per-thread copies.
 #include <torch/extension.h>
@@ -66,9 +68,8 @@ inline void keep_factors(const Dropout& drop, int64_t first, int64_t g, float* k
 }
 
 // Columns [o, end) of out[t] (=, or += with Add) x[t, :fin] @ w[:fin, :] in chunks of C, x's
-// element (t, f) at x[t * x_row + f * x_col]:
-// the T x C accumulators stay in registers while w's rows stream by (T products per weight
-// load). Returns the first column not done (end rounded down to whole chunks).
+// element (t, f) at x[t * x_row + f * x_col]. The T x C accumulators stay in registers while
+// w's rows stream by (T products per weight load). Returns the first column not done.
 template <int T, int C, bool Add>
 inline int64_t matmul_chunks(const float* x, int64_t x_row, int64_t x_col, const float* w,
                              int64_t w_stride, int64_t fin, int64_t o, int64_t end, float* out,
@@ -355,8 +356,8 @@ void check(const torch::Tensor& t, const char* name, int64_t dim, at::ScalarType
   TORCH_CHECK(t.dim() == dim, name, " must have ", dim, " dimensions");
 }
 
-Sizes sizes(const torch::Tensor& z, const torch::Tensor& w, const torch::Tensor& in_w, const torch::Tensor& fc2, const torch::Tensor& glu,
-            const torch::Tensor& gain) {
+Sizes sizes(const torch::Tensor& z, const torch::Tensor& w, const torch::Tensor& in_w,
+            const torch::Tensor& fc2, const torch::Tensor& glu, const torch::Tensor& gain) {
   check(z, "z", 3, at::kFloat), check(w, "w", 2, at::kFloat);
   check(in_w, "in_w", 3, at::kFloat), check(fc2, "fc2", 3, at::kFloat);
   check(glu, "glu", 3, at::kFloat), check(gain, "gain", 2, at::kFloat);
