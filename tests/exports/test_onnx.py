@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 
 from foxhunt.cli import main
-from foxhunt.data import generate_bars
 from foxhunt.exports.onnx_runtime import OnnxModel, load_onnx
 from foxhunt.serving import load_run
 from foxhunt.training.inference import predict_windows
@@ -20,13 +19,6 @@ from helpers.onnx_windows import raw_windows, run_consumer
 pytest.importorskip("onnxruntime")  # the onnx extra
 
 SMALL = [*TINY_CLI, "--max-steps-per-epoch", "4", "--seed", "3", "--no-report", "--epochs", "1"]
-
-
-@pytest.fixture(scope="module")
-def bars_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("bars") / "bars.parquet"
-    generate_bars(days=8, seed=1).to_parquet(path)
-    return path
 
 
 @pytest.fixture(scope="module")
