@@ -51,3 +51,12 @@ def require_kernel() -> Callable[[ModuleType | None, str], ModuleType]:
         )
 
     return check
+
+
+@pytest.fixture(scope="session")
+def bars_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Eight sessions of synthetic bars (seed 1) in a Parquet file, written once: tests read
+    it, never change it (a module that needs other bars overrides this fixture)."""
+    from helpers import write_bars  # tests/ is on sys.path only once this file has run
+
+    return write_bars(tmp_path_factory.mktemp("bars") / "bars.parquet")

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from foxhunt.cli import main
-from foxhunt.data import DataConfig, generate_bars
+from foxhunt.data import DataConfig
 from foxhunt.errors import ConfigError
 from foxhunt.runs import read_run_config
 from foxhunt.runs.checks import read_preprocessor
@@ -23,13 +23,6 @@ from helpers import TINY_CLI
 SMALL = [*TINY_CLI, "--max-steps-per-epoch", "5", "--seed", "3", "--epochs", "1"]
 CHOICES = "auto, realized_vol, ewma, har, garch_t"
 LEGACY_RUN = Path(__file__).parents[1] / "quant" / "legacy_qat_run"
-
-
-@pytest.fixture(scope="module")
-def bars_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("bars") / "bars.parquet"
-    generate_bars(days=8, seed=1).to_parquet(path)
-    return path
 
 
 def train_run(folder: Path, bars: Path, *flags: str) -> Path:

@@ -12,18 +12,10 @@ from safetensors.torch import load_file
 
 from foxhunt.baselines import NAMES
 from foxhunt.cli import main
-from foxhunt.data import generate_bars
 from foxhunt.serving import load_run
 from helpers import SYNTHETIC_CLI, TINY_CLI
 
 SMALL = [*SYNTHETIC_CLI, *TINY_CLI, "--max-steps-per-epoch", "5", "--seed", "3"]
-
-
-@pytest.fixture(scope="module")
-def bars_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("bars") / "bars.parquet"
-    generate_bars(days=8, seed=1).to_parquet(path)
-    return path
 
 
 @pytest.fixture(scope="module")

@@ -8,14 +8,6 @@ from pathlib import Path
 import pytest
 
 from foxhunt.cli import main
-from foxhunt.data import generate_bars
-
-
-@pytest.fixture(scope="module")
-def bars_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("bars") / "es.parquet"
-    generate_bars(days=2, seed=0).to_parquet(path)
-    return path
 
 
 def listing(capsys: pytest.CaptureFixture[str], *argv: str) -> list[dict[str, object]]:

@@ -13,7 +13,6 @@ import pandas as pd
 import pytest
 
 from foxhunt.cli import main
-from foxhunt.data import generate_bars
 from foxhunt.serving import load_run
 from foxhunt.training.inference import predict_windows
 from helpers import TINY_CLI
@@ -32,10 +31,11 @@ OTHER = ["--lookback", "12", "--horizon", "3", "--quantiles", "0.05,0.25,0.5,0.7
 
 
 @pytest.fixture(scope="module")
-def bars_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def bars_file(tmp_path_factory: pytest.TempPathFactory, bars_file: Path) -> Path:
+    """The suite's bars with a known input column, ``holiday``."""
     path = tmp_path_factory.mktemp("bars") / "bars.parquet"
-    bars = generate_bars(days=8, seed=1)
-    bars["holiday"] = (bars["timestamp"].dt.day_of_week == 0).astype(float)  # a known input
+    bars = pd.read_parquet(bars_file)
+    bars["holiday"] = (bars["timestamp"].dt.day_of_week == 0).astype(float)
     bars.to_parquet(path)
     return path
 
@@ -59,7 +59,8 @@ def qat_run(tmp_path_factory: pytest.TempPathFactory, bars_file: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def qat_export(qat_run: Path) -> Path:
-    return _export(qat_run, "--onnx", "--int8")
+    # --opset 18 is the default, given here so the flag's path is exported through too
+    return _export(qat_run, "--onnx", "--int8", "--opset", "18")
 
 
 @pytest.fixture(scope="module")
@@ -143,13 +144,12 @@ def test_dynamic_does_not_go_with_onnx(
 
 @pytest.mark.parametrize("how", ["fp32 model, int8 json", "unknown precision"])
 def test_a_mismatched_int8_folder_exits_2_with_one_line(
-    qat_run: Path, fp32_run: Path, bars_file: Path, tmp_path: Path, how: str,
+    qat_export: Path, fp32_run: Path, bars_file: Path, tmp_path: Path, how: str,
     capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
-    export = _export(qat_run, "--onnx", "--int8", "--opset", "18")
     folder = tmp_path / "bad"
     folder.mkdir()
-    for p in export.iterdir():
+    for p in qat_export.iterdir():
         (folder / p.name).write_bytes(p.read_bytes())
     if how == "fp32 model, int8 json":
         fp32 = _export(fp32_run, "--onnx")

@@ -5,6 +5,7 @@ the distributed tests spawn inherit it). Each builder takes keyword overrides, s
 needs another size says only what differs.
 """
 
+from .bars import write_bars
 from .batches import make_batch, random_batch
 from .calendar_bars import calendar_bars
 from .configs import (
@@ -44,4 +45,5 @@ __all__ = [
     "tiny_training",
     "weights",
     "with_epochs",
+    "write_bars",
 ]

@@ -1,8 +1,14 @@
 """A real kernel build killed with SIGKILL does not stop the next foxhunt process: `foxhunt
-train` then finishes (torch alone would wait forever on the build's lock file)."""
+train` then finishes (torch alone would wait forever on the build's lock file).
+
+The build's ninja and compilers are killed with it, so the next process builds at once.
+Compilers left running by a killed parent, which the next build waits for, are tested on a
+tiny source (tests/kernels/test_build.py): here they made this test wait for a second full
+compile of the real kernel."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -17,7 +23,16 @@ from foxhunt import build_lock, cpp_kernels
 from foxhunt.model import grn_cells
 from helpers import SYNTHETIC_CLI, TINY_CLI
 
-TRAIN = ["train", *SYNTHETIC_CLI, *TINY_CLI, "--max-steps-per-epoch", "2", "--epochs", "1"]
+TRAIN = [
+    "train",
+    *SYNTHETIC_CLI,
+    *TINY_CLI,
+    "--max-steps-per-epoch",
+    "2",
+    "--epochs",
+    "1",
+    "--no-report",
+]
 
 
 def wait_for(condition: str, check: Callable[[], object], seconds: float) -> None:
@@ -26,6 +41,13 @@ def wait_for(condition: str, check: Callable[[], object], seconds: float) -> Non
         if time.monotonic() > deadline:
             pytest.fail(f"timed out waiting for {condition}")
         time.sleep(0.1)
+
+
+def kill_workers(folder: Path) -> None:
+    """Kill the processes working in ``folder``: a killed build's ninja and compilers."""
+    for pid in build_lock.workers(folder):
+        with contextlib.suppress(ProcessLookupError):  # ended meanwhile
+            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.mark.slow
@@ -48,6 +70,7 @@ def test_train_runs_after_a_kernel_build_was_killed(
         time.sleep(1)
         os.kill(builder.pid, signal.SIGKILL)
         builder.wait()
+        kill_workers(folder)  # its ninja and compilers (each in a process group of its own)
         assert (folder / "lock").exists()  # torch's, left behind
         start = time.monotonic()
         args = [sys.executable, "-m", "foxhunt", *TRAIN, "--output-dir", str(tmp_path / "run")]
@@ -55,8 +78,7 @@ def test_train_runs_after_a_kernel_build_was_killed(
         took = time.monotonic() - start
     finally:
         builder.kill()
-        for pid in build_lock.workers(folder):  # the killed build's ninja and compilers
-            os.kill(pid, signal.SIGKILL)
+        kill_workers(folder)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "could not build" not in run.stderr
     assert "the lock of a foxhunt kernel build that was killed" in run.stderr

@@ -30,13 +30,6 @@ SMALL = [
 ]  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def bars_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("bars") / "bars.parquet"
-    generate_bars(days=8, seed=1).to_parquet(path)
-    return path
-
-
 def train(bars: Path, folder: Path, *extra: str) -> Path:
     args = ["train", "--parquet-file", str(bars), *SMALL, "--epochs", "2", *extra]
     assert main([*args, "--output-dir", str(folder)]) == 0

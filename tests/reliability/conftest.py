@@ -6,16 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from foxhunt.data import generate_bars
+from helpers import write_bars
 
 from .helpers import train
 
 
 @pytest.fixture(scope="session")
 def bars_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("bars") / "bars.parquet"
-    generate_bars(days=6, seed=1).to_parquet(path)
-    return path
+    """Six sessions, not the suite's eight: the run every test here starts from trains on them."""
+    return write_bars(tmp_path_factory.mktemp("bars") / "bars.parquet", days=6)
 
 
 @pytest.fixture(scope="session")

@@ -105,8 +105,12 @@ def test_trainer_logs_its_threads_and_weights_agree_across_counts(
     tiny_data, tiny_model_config, tiny_training, caplog: pytest.LogCaptureFixture
 ) -> None:
     trained = {}
+    # one epoch of 3 steps: a second OpenMP thread on a busy 2-core machine can slow each
+    # step a hundredfold (tests/conftest.py), and 3 AdamW steps already differ if it changed
+    # the arithmetic
+    short = {**tiny_training.to_dict(), "epochs": 1, "max_steps_per_epoch": 3}
     for count in (1, 2):
-        config = TrainingConfig(**{**tiny_training.to_dict(), "threads": count})
+        config = TrainingConfig(**{**short, "threads": count})
         with caplog.at_level(logging.INFO, logger="foxhunt.train"):
             trainer = make_trainer(tiny_data, tiny_model_config, config)
         assert f"threads: {count} (--threads)" in caplog.messages
