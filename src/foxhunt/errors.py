@@ -9,6 +9,9 @@ class FoxhuntError(Exception):
     """
 
     exit_code: int = 2
+    leave_at_once: bool = False
+    """The process cannot clean up (a distributed peer was lost): the CLI exits as soon as it
+    has printed the message (foxhunt.process_exit)."""
 
 
 class DataError(FoxhuntError, ValueError):

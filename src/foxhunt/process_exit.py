@@ -3,7 +3,9 @@
 After a distributed peer died or hung, gloo's threads may still be waiting on it; the
 interpreter's teardown then destroys them mid-wait and the process aborts (exit -6,
 "terminate called without an active exception") instead of returning its code, which
-torchrun and schedulers read. Such a process flushes its output and leaves with `os._exit`.
+torchrun and schedulers read; and releasing the frames of the error that reported the lost
+peer (they hold the DDP model and the process group) can block on it. Such a process flushes
+its output and leaves with `os._exit` as soon as the error is reported.
 """
 
 from __future__ import annotations

@@ -102,9 +102,11 @@ def test_peer_failures_are_named_only_under_ddp() -> None:
     with pytest.raises(RuntimeError, match=r"^out of memory$"), peer_failures(ctx):
         raise RuntimeError("out of memory")  # a local error is not blamed on the peers
     expected = r"rank 1/2: .*another rank failed.*9s.*\(\[third_party/gloo.*by peer\)$"
-    with pytest.raises(DistributedError, match=expected), peer_failures(ctx):
+    with pytest.raises(DistributedError, match=expected) as raised, peer_failures(ctx):
         raise RuntimeError(lost + "\nmore details")
     assert DistributedError.exit_code != 0
+    assert raised.value.leave_at_once  # the CLI exits as soon as it is reported
+    assert not DistributedError("could not form the group").leave_at_once
 
 
 def test_other_ranks_log_warnings_only() -> None:

@@ -92,7 +92,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args))
     except FoxhuntError as exc:
-        return fail(exc, exc.exit_code)
+        code = fail(exc, exc.exit_code)
+        if exc.leave_at_once:  # before the error's frames go: tearing down the DDP model and
+            exit_process(code)  # process group they hold can block on the lost peer
+        return code
     except KeyboardInterrupt:
         print("foxhunt: interrupted", file=sys.stderr)
         return 130

@@ -197,11 +197,13 @@ def peer_failures(ctx: DistributedContext) -> Iterator[None]:
             raise
         mark_peer_lost()
         first_line = (str(exc).splitlines() or [type(exc).__name__])[0]
-        raise DistributedError(
+        error = DistributedError(
             f"rank {ctx.rank}/{ctx.world_size}: stopped because another rank failed or did not "
             f"answer within --dist-timeout {ctx.timeout_s:g}s; the failing rank's log has the "
             f"cause ({first_line})"
-        ) from exc
+        )
+        error.leave_at_once = True
+        raise error from exc
 
 
 def wrap_ddp(model: nn.Module, device: torch.device) -> DistributedDataParallel:
