@@ -1,5 +1,7 @@
 """`python -m foxhunt` (and `torchrun -m foxhunt`) run the CLI."""
 
-from foxhunt.cli import entry
+import sys
 
-entry()
+from foxhunt.cli import main
+
+sys.exit(main())

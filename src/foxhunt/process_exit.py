@@ -1,11 +1,11 @@
-"""How a foxhunt process ends: with its exit code, and without C++ teardown once a peer is lost.
+"""How a foxhunt process leaves once a distributed peer is lost: at once, with its exit code.
 
-After a distributed peer died or hung, gloo's threads may still be waiting on it; the
-interpreter's teardown then destroys them mid-wait and the process aborts (exit -6,
-"terminate called without an active exception") instead of returning its code, which
-torchrun and schedulers read; and releasing the frames of the error that reported the lost
-peer (they hold the DDP model and the process group) can block on it. Such a process flushes
-its output and leaves with `os._exit` as soon as the error is reported.
+After a peer died or hung, gloo's threads may still be waiting on it. Releasing the frames of
+the error that reported it (they hold the DDP model and the process group) can block on the
+lost peer, and the interpreter's teardown can abort the process (exit -6, "terminate called
+without an active exception") instead of returning its code, which torchrun and schedulers
+read. So the CLI flushes its output and leaves with `os._exit` as soon as it has reported
+such an error (`FoxhuntError.leave_at_once`).
 """
 
 from __future__ import annotations
@@ -16,19 +16,9 @@ import os
 import sys
 from typing import NoReturn
 
-_peer_lost = False
 
-
-def mark_peer_lost() -> None:
-    """A collective failed because another process is gone: end without teardown."""
-    global _peer_lost
-    _peer_lost = True
-
-
-def exit_process(code: int) -> NoReturn:
-    """Exit with ``code``: normally, or at once after :func:`mark_peer_lost`."""
-    if not _peer_lost:
-        sys.exit(code)
+def leave_now(code: int) -> NoReturn:
+    """Flush the logs and standard streams, then exit with ``code`` without any teardown."""
     logging.shutdown()  # flushes every handler
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # closed or gone: nothing to save

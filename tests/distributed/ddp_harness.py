@@ -32,7 +32,6 @@ import torch
 
 from foxhunt.data import PreparedData
 from foxhunt.model.config import TFTConfig
-from foxhunt.process_exit import exit_process
 from foxhunt.training.config import TrainingConfig
 from foxhunt.training.trainer import Trainer
 from helpers import (
@@ -103,7 +102,7 @@ def _entry(
     os.dup2(log.fileno(), 2)
     sys.stdout = sys.stderr = log
     torch.set_num_threads(1)
-    exit_process(target(rank=rank, out_dir=out_dir, **kwargs) or 0)  # as the `foxhunt` command
+    sys.exit(target(rank=rank, out_dir=out_dir, **kwargs) or 0)
 
 
 def launch(

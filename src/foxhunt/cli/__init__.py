@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, NoReturn
 
 from foxhunt.errors import FoxhuntError, UsageError
-from foxhunt.process_exit import exit_process
+from foxhunt.process_exit import leave_now
 
 if TYPE_CHECKING:
     from foxhunt.cli.resolve import Command
@@ -94,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FoxhuntError as exc:
         code = fail(exc, exc.exit_code)
         if exc.leave_at_once:  # before the error's frames go: tearing down the DDP model and
-            exit_process(code)  # process group they hold can block on the lost peer
+            leave_now(code)  # process group they hold can block on the lost peer
         return code
     except KeyboardInterrupt:
         print("foxhunt: interrupted", file=sys.stderr)
@@ -121,10 +121,5 @@ def fail(message: object, code: int) -> int:
     return code
 
 
-def entry() -> NoReturn:
-    """The `foxhunt` command: :func:`main`'s code as the process's exit status."""
-    exit_process(main())
-
-
 if __name__ == "__main__":
-    entry()
+    sys.exit(main())

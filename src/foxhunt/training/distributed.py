@@ -26,7 +26,6 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from foxhunt.errors import ConfigError, FoxhuntError
-from foxhunt.process_exit import mark_peer_lost
 from foxhunt.training.config import DEFAULT_TIMEOUT_S
 
 log = logging.getLogger("foxhunt.distributed")
@@ -195,7 +194,6 @@ def peer_failures(ctx: DistributedContext) -> Iterator[None]:
     except Exception as exc:
         if not ctx.enabled or not is_collective_failure(exc):
             raise
-        mark_peer_lost()
         first_line = (str(exc).splitlines() or [type(exc).__name__])[0]
         error = DistributedError(
             f"rank {ctx.rank}/{ctx.world_size}: stopped because another rank failed or did not "
