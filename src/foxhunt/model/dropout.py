@@ -60,18 +60,24 @@ class FastDropout(nn.Dropout):
         """1 - p, rounded to a multiple of 2^-16 (exactly what ``keep_mask`` draws)."""
         return round((1.0 - self.p) * _LEVELS) / _LEVELS
 
+    @property
+    def keep_threshold(self) -> int:
+        """``keep_probability`` times 2^16: an element is kept when its 16 random bits are
+        below it."""
+        return round(self.keep_probability * _LEVELS)
+
     def keep_mask(self, shape: tuple[int, ...], device: torch.device) -> Tensor:
         """Bool tensor of ``shape``, True with probability ``keep_probability``."""
         n = math.prod(shape)
         words = torch.empty((n + 3) // 4, dtype=torch.int64, device=device)
         words.random_(-(1 << 63), (1 << 63) - 1)  # 64 random bits each
         draws = words.view(torch.int16)[:n].view(shape)  # uniform on [-2^15, 2^15)
-        return draws < round(self.keep_probability * _LEVELS) - (1 << 15)
+        return draws < self.keep_threshold - (1 << 15)
 
     def hashed_mask(self, device: torch.device) -> HashedMask:
         """A :class:`HashedMask` with ``keep_probability``, its seed from ``device``'s RNG."""
         seed = int(torch.randint(-(1 << 63), (1 << 63) - 1, (1,), device=device).item())
-        return HashedMask(seed, round(self.keep_probability * _LEVELS))
+        return HashedMask(seed, self.keep_threshold)
 
     def forward(self, x: Tensor) -> Tensor:
         if not self.training or self.p == 0.0:

@@ -78,8 +78,10 @@ def _seed(mask: HashedMask | None) -> tuple[int, int]:
 
 def _block_mask(mask: Mask, vs: slice, rs: slice, shape: tuple[int, ...]) -> Tensor | None:
     """The keep mask of one block of cells, [v, r, g] bool, for the ATen path."""
-    if mask is None or isinstance(mask, Tensor):
-        return None if mask is None else mask[vs, rs]
+    if mask is None:
+        return None
+    if isinstance(mask, Tensor):
+        return mask[vs, rs]
     n, rows, g = shape  # hashed masks are built on CPU only (variable_grns.py)
     first = torch.arange(vs.start, min(vs.stop, n))[:, None] * rows
     cells = first + torch.arange(rs.start, min(rs.stop, rows))  # [v, r] flat cell indices
@@ -113,9 +115,9 @@ class _FusedWeightedGRNs(torch.autograd.Function):
         ctx.save_for_backward(z, weights, tensor_mask, *params)
         ctx.cells, ctx.hashed = cells, None if isinstance(mask, Tensor) else mask
         in_w, fc2, glu, norm_w, norm_b = params
+        out = weights @ norm_b  # [R, d]: the LayerNorm biases, sum_j w_j b_j
         kernel = _kernel(mask, z, weights, *params)
         if kernel is not None:
-            out = weights @ norm_b  # [R, d]: the LayerNorm biases, sum_j w_j b_j
             z_c, weights_t, *weights_c = (
                 t.contiguous() for t in (z, weights.t(), in_w, fc2, glu, norm_w)
             )
@@ -123,7 +125,6 @@ class _FusedWeightedGRNs(torch.autograd.Function):
             return out
         skip_ws = in_w[..., fc2.shape[-1] :].contiguous()  # [n, k, d]
         weights_t = weights.t().contiguous()  # [n, R]
-        out = weights @ norm_b  # [R, d]: the LayerNorm biases, sum_j w_j b_j
         for vs, rs in _blocks(z.shape[0], z.shape[1], cells):
             mask_b = _block_mask(mask, vs, rs, (z.shape[0], z.shape[1], fc2.shape[-1] - 1))
             zb, skip_w = z[vs, rs], skip_ws[vs]
