@@ -36,10 +36,15 @@ def test_a_torch_ao_era_qat_run_loads_every_value_and_forecasts_as_it_did(
     tmp_path: Path,
 ) -> None:
     """Every tensor of the old state lands, renamed, in today's model, bit for bit; its
-    forecasts match those it made (float kernels differ between CPU kinds: the stored ones
-    came from an AVX-512 machine, so within 1e-4 of the spread, not bitwise; measured 1.5e-7
-    with the CPU limited to AVX2), and it converts and exports to int8 models that compute
-    exactly the fake-quant model on this CPU."""
+    forecasts match those it made, and it converts and exports to int8 models that compute
+    exactly the fake-quant model on this CPU.
+
+    The stored forecasts came from an AMD EPYC with AVX-512, and float kernels sum in another
+    order on other CPUs, so not bitwise: within 1e-4 of the spread (measured 3e-7 on the
+    same EPYC limited to AVX2). A value that lands on a fake quantizer's rounding boundary
+    can also round the other way, moving the forecasts after it by about one quantum: seen on
+    an Intel Xeon (Sapphire Rapids), 3 of 1512 values, one window's last step, 7.5e-4 of the
+    spread. So a few values may move, by less than 1e-2 of the spread."""
     run = load_run(LEGACY)
     old = load_file(LEGACY / "model.safetensors")
     state = run.model.state_dict()
@@ -54,7 +59,8 @@ def test_a_torch_ao_era_qat_run_loads_every_value_and_forecasts_as_it_did(
     with torch.no_grad():
         got = run.model.eval()(batch).quantiles
     want = expected["quantiles"]
-    assert (got - want).abs().max() <= 1e-4 * (want.max() - want.min())
+    moved = (got - want).abs() / (want.max() - want.min())
+    assert (moved > 1e-4).float().mean() <= 0.01 and moved.max() <= 1e-2
     with torch.no_grad():  # the int8 model computes what the fake-quant model does, here
         assert torch.equal(convert(load_run(LEGACY).model)(batch).quantiles, got)
     folder = tmp_path / "legacy"
