@@ -29,16 +29,20 @@ def nvml_memory(index: int) -> dict[str, Any]:
         pynvml.nvmlInit()
         handle = pynvml.nvmlDeviceGetHandleByIndex(index)
         info = pynvml.nvmlDeviceGetMemoryInfo(handle)
-        procs = pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
     except pynvml.NVMLError as err:
         return {"error": f"NVMLError: {err}"}
-    own = [p.usedGpuMemory for p in procs if p.pid == os.getpid() and p.usedGpuMemory]
-    return {
+    result: dict[str, Any] = {
         "device_used_mb": info.used / MiB,
         "device_total_mb": info.total / MiB,
-        "process_used_mb": own[0] / MiB if own else None,
-        "processes": len(procs),
+        "process_used_mb": None,
+        "processes": None,
     }
+    try:  # a VM's driver may not list processes: the device's numbers still stand
+        procs = pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
+    except pynvml.NVMLError as err:
+        return {**result, "process_error": f"NVMLError: {err}"}
+    own = [p.usedGpuMemory for p in procs if p.pid == os.getpid() and p.usedGpuMemory]
+    return {**result, "process_used_mb": own[0] / MiB if own else None, "processes": len(procs)}
 
 
 def cross_check(snap: MemorySnapshot, device: torch.device) -> dict[str, Any]:

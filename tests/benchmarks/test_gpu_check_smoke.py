@@ -127,3 +127,53 @@ def test_a_raising_section_is_recorded_as_an_error(monkeypatch: pytest.MonkeyPat
         "sections": {"broken": result},
     }
     assert "| broken | error |" in gpu_check.to_markdown(report)
+
+
+def test_the_cuda_readings_are_compared_with_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CUDA branch, which CI never runs, on a fake allocator and a fake NVML."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import types
+
+    import torch
+
+    from _gpu_memcheck import MiB, cross_check
+    from foxhunt.memory.profiler import MemorySnapshot
+
+    class NVMLError(Exception):
+        pass
+
+    def fake_nvml(used_mb: float, listed: bool) -> types.ModuleType:
+        def processes(handle: object) -> list[object]:
+            if not listed:
+                raise NVMLError("Not Supported")
+            return [types.SimpleNamespace(pid=os.getpid(), usedGpuMemory=int(used_mb * MiB))]
+
+        return types.SimpleNamespace(  # type: ignore[return-value]
+            NVMLError=NVMLError,
+            nvmlInit=lambda: None,
+            nvmlDeviceGetHandleByIndex=lambda index: index,
+            nvmlDeviceGetMemoryInfo=lambda h: types.SimpleNamespace(
+                used=int(used_mb * MiB), total=80_000 * MiB
+            ),
+            nvmlDeviceGetComputeRunningProcesses=processes,
+        )
+
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: 900 * MiB)
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: 1000 * MiB)
+    snap = MemorySnapshot("cuda", used_mb=500, total_mb=80_000, peak_mb=900, reserved_mb=1000)
+    cuda = torch.device("cuda", 0)
+
+    monkeypatch.setitem(sys.modules, "pynvml", fake_nvml(1600, listed=True))
+    good = cross_check(snap, cuda)
+    assert good["ok"], good["problems"]
+    assert good["nvml"]["process_used_mb"] == 1600
+
+    monkeypatch.setitem(sys.modules, "pynvml", fake_nvml(600, listed=False))
+    low = cross_check(snap, cuda)  # NVML below what the allocator holds: a finding
+    assert not low["ok"] and any("NVML used 600 < allocator reserved" in p for p in low["problems"])
+    assert low["nvml"]["process_error"].startswith("NVMLError")
+
+    monkeypatch.setitem(sys.modules, "pynvml", fake_nvml(1600, listed=True))
+    stale = MemorySnapshot("cuda", used_mb=500, total_mb=80_000, peak_mb=700, reserved_mb=1000)
+    assert "max_memory_allocated" in cross_check(stale, cuda)["problems"][0]
