@@ -73,6 +73,8 @@ def _throughput(section: dict[str, Any]) -> list[str]:
             f"| {r['nvidia_a100_items_per_s']:.0f} | {r['vs_nvidia_a100']:.2f} |"
         )
     ref = section["reference"]
+    if "error" in ref:
+        return [*lines, "", f"foxhunt vs pytorch-forecasting: {_cell(ref['error'])}."]
     shape = ref["shape"]
     lines += [
         "",

@@ -13,8 +13,7 @@ from typing import Any
 
 import torch
 
-from _bench_config import ModelShape
-from _bench_models import FoxhuntRunner, PFRunner, Runner, Trainer, load_pf, synthetic_batches
+from _bench_models import FoxhuntRunner, PFRunner, Trainer, load_pf, synthetic_batches
 from _gpu_sizes import Sizes
 from foxhunt.bench.memory import random_batch
 from foxhunt.model.factory import DEFAULT_MODEL, build_model
@@ -111,21 +110,32 @@ def dle_electricity(sizes: Sizes, device: torch.device, deadline: float) -> list
     return rows
 
 
-def _runners(shape: ModelShape, pf: Any) -> list[Runner]:
-    runners: list[Runner] = [FoxhuntRunner(shape, seed=0)]
-    if pf is not None:
-        runners.insert(0, PFRunner(shape, seed=0, pf=pf))
-    return runners
+def _load_pf() -> tuple[Any, str | None]:
+    """benchmarks/_pf_tft.py, or None and why: an import that breaks for another reason than
+    a missing package (versions on the card's image) skips the comparison too."""
+    try:
+        pf = load_pf()
+    except Exception as err:
+        return None, f"pytorch-forecasting failed to import ({type(err).__name__}: {err})"[:300]
+    return pf, None if pf is not None else "pytorch-forecasting does not import: skipped"
 
 
 def reference_vs_pf(sizes: Sizes, device: torch.device, deadline: float) -> dict[str, Any]:
     """Both libraries' fp32 training steps at the reference shape on ``device``, rounds
     alternating them (benchmarks/throughput.py's Trainer); pytorch-forecasting skipped,
-    saying so, when it does not import."""
+    saying why, when it does not import or fails its first step there."""
     shape = sizes.ref_shape
-    pf = load_pf()
+    pf, pf_missing = _load_pf()
     batches = synthetic_batches(shape, count=4, seed=0)
-    trainers = [Trainer(r, batches, lr=1e-3, device=device) for r in _runners(shape, pf)]
+    trainers = [Trainer(FoxhuntRunner(shape, seed=0), batches, lr=1e-3, device=device)]
+    if pf is not None:
+        try:
+            theirs = Trainer(PFRunner(shape, seed=0, pf=pf), batches, lr=1e-3, device=device)
+            theirs.step()  # fails here rather than halfway through the rounds
+            trainers.insert(0, theirs)
+        except Exception as err:
+            pf_missing = f"pytorch-forecasting failed on {device} ({type(err).__name__}: {err})"
+            pf_missing = pf_missing[:300]
     steps: dict[str, list[float]] = {t.runner.name: [] for t in trainers}
     for round_ in range(sizes.ref_rounds):
         if round_ and time.monotonic() > deadline:
@@ -144,29 +154,34 @@ def reference_vs_pf(sizes: Sizes, device: torch.device, deadline: float) -> dict
             }
             for name, m in medians.items()
         },
-        "pf_missing": None if pf is not None else "pytorch-forecasting does not import: skipped",
+        "pf_missing": pf_missing,
     }
-    if pf is not None:
+    if "pytorch-forecasting" in medians:
         result["pf_over_foxhunt"] = medians["pytorch-forecasting"] / medians["foxhunt"]
     return result
 
 
 def throughput(sizes: Sizes, device: torch.device, limit_s: float) -> dict[str, Any]:
-    """The NVIDIA electricity rows first (half the time at most), then the comparison."""
+    """The NVIDIA electricity rows first (half the time at most), then the comparison; an
+    error in the comparison is recorded beside the rows, not instead of them."""
     start = time.monotonic()
     dle = dle_electricity(sizes, device, start + 0.45 * limit_s)
-    ref = reference_vs_pf(sizes, device, start + 0.85 * limit_s)
+    try:
+        ref = reference_vs_pf(sizes, device, start + 0.85 * limit_s)
+        fox = ref["libraries"]["foxhunt"]
+        versus = f"foxhunt {fox['samples_per_s']:.0f}/s, " + (
+            f"pytorch-forecasting {ref['pf_over_foxhunt']:.2f}x foxhunt's step time"
+            if "pf_over_foxhunt" in ref
+            else str(ref["pf_missing"])
+        )
+    except Exception as err:
+        ref = {"error": f"{type(err).__name__}: {err}"[:500]}
+        versus = f"error: {ref['error'][:150]}"
     ok_rows = [r for r in dle if r["status"] == "ok"]
     fp32 = next((r for r in ok_rows if r["precision"] == "tf32"), None)
     parts = [f"{r['precision']} {r['samples_per_s']:.0f}/s" for r in ok_rows]
-    fox = ref["libraries"]["foxhunt"]
-    versus = (
-        f"pytorch-forecasting {ref['pf_over_foxhunt']:.2f}x foxhunt's step time"
-        if ref["pf_missing"] is None
-        else ref["pf_missing"]
-    )
     return {
-        "status": "ok" if fp32 is not None else "failed",
+        "status": "ok" if fp32 is not None and "error" not in ref else "failed",
         "dle_electricity": {
             "config": {
                 k: getattr(sizes.dle_config, k)
@@ -178,5 +193,5 @@ def throughput(sizes: Sizes, device: torch.device, limit_s: float) -> dict[str, 
         "reference": ref,
         "summary": f"electricity b{sizes.dle_batch} samples/s: {', '.join(parts) or 'none'} "
         f"(NVIDIA A100: TF32 {NVIDIA_A100['tf32']:.0f}, AMP {NVIDIA_A100['amp']:.0f}); "
-        f"reference b{sizes.ref_shape.batch_size}: foxhunt {fox['samples_per_s']:.0f}/s, " + versus,
+        f"reference b{sizes.ref_shape.batch_size}: {versus}",
     }
