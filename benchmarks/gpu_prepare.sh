@@ -53,8 +53,8 @@ done
 for spec in "${wheels[@]}"; do
     name=${spec%%==*}
     norm=$(echo "$name" | tr 'A-Z-' 'a-z_')
-    if compgen -G ".whl/${norm}-*.whl" >/dev/null || compgen -G ".whl/${name}-*.whl" >/dev/null; then
-        continue  # already here: a rerun downloads nothing
+    if compgen -G ".whl/${norm}-${spec##*==}-*.whl" >/dev/null; then
+        continue  # already here: a rerun downloads nothing (another version: the check below)
     fi
     python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
         --implementation cp "${platforms[@]}" -d .whl "$spec"
@@ -69,8 +69,8 @@ fi
 cp -f "$data_dir/$bars" .gpu/
 chmod u+w ".gpu/$bars"
 
-# the working tree that travels is limited to 64 MiB, carried folders included
-repo_bytes=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
+# what travels (tracked and untracked-not-ignored files, the carried folders) <= 64 MiB
+repo_bytes=$(git ls-files -z --cached --others --exclude-standard | du -cb --files0-from=- 2>/dev/null | tail -1 | cut -f1)  # one total
 carry_bytes=$(du -cb .whl .gpu | tail -1 | cut -f1)
 total=$((repo_bytes + carry_bytes))
 echo "gpu_prepare: repo $((repo_bytes >> 20)) MiB + .whl/.gpu $((carry_bytes >> 20)) MiB" \
