@@ -103,17 +103,23 @@ def _run_section(
 
 
 def _git_commit() -> str | None:
+    """The checkout's commit; on the GPU machine, where the copy of the tree may come without
+    its .git, the one gpu_prepare.sh wrote into .gpu/commit."""
     try:
         done = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
+            ["git", "describe", "--always", "--dirty"],
             cwd=ROOT,
             capture_output=True,
             text=True,
             timeout=10,
         )
+        commit = done.stdout.strip() if done.returncode == 0 else ""
     except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip() or None
+        commit = ""
+    stamp = ROOT / ".gpu" / "commit"
+    if not commit and stamp.is_file():
+        commit = stamp.read_text().strip() + " (gpu_prepare.sh's stamp)"
+    return commit or None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -68,6 +68,9 @@ fi
 
 cp -f "$data_dir/$bars" .gpu/
 chmod u+w ".gpu/$bars"
+# the commit measured, for the report: the copy sent to the GPU machine may lack .git
+# (run this script after committing what is to be measured)
+git describe --always --dirty >.gpu/commit
 
 # what travels (tracked and untracked-not-ignored files, the carried folders) <= 64 MiB
 repo_bytes=$(git ls-files -z --cached --others --exclude-standard | du -cb --files0-from=- 2>/dev/null | tail -1 | cut -f1)  # one total
