@@ -201,13 +201,33 @@ def parameter_count(model: nn.Module) -> int:
 # --------------------------------------------------------------------------- timing
 
 
-class Trainer:
-    """A runner, its Adam optimizer and prepared batches, cycled step after step."""
+def to_device(inputs: object, device: torch.device) -> object:
+    """A library's prepared inputs (foxhunt's TFTBatch, pytorch-forecasting's dict) on ``device``."""
+    if isinstance(inputs, dict):
+        return {k: v.to(device) if isinstance(v, Tensor) else v for k, v in inputs.items()}
+    to = getattr(inputs, "to", None)
+    return inputs if to is None else to(device)
 
-    def __init__(self, runner: Runner, batches: Sequence[SyntheticBatch], lr: float) -> None:
+
+class Trainer:
+    """A runner, its Adam optimizer and prepared batches, cycled step after step; on
+    ``device`` (the model moved there, the batches copied once). Each step reads its loss
+    back, which waits for a GPU's work: the step times hold it."""
+
+    def __init__(
+        self,
+        runner: Runner,
+        batches: Sequence[SyntheticBatch],
+        lr: float,
+        device: torch.device | None = None,
+    ) -> None:
         self.runner = runner
+        if device is not None:
+            runner.model.to(device)
         self.optimizer = torch.optim.Adam(runner.model.parameters(), lr=lr)
         self.inputs = [(runner.prepare(b), b.target) for b in batches]
+        if device is not None:
+            self.inputs = [(to_device(x, device), t.to(device)) for x, t in self.inputs]
         self._next = 0
 
     def step(self) -> float:

@@ -56,14 +56,24 @@ def pytest_gpu(limit_s: float) -> dict[str, Any]:
     }
 
 
-def _bench(sizes: Sizes, device: torch.device, batch: int, limit_gb: float, timeout: float) -> Any:
-    """One `foxhunt bench-memory` run; its JSON report."""
+def _bench(
+    sizes: Sizes,
+    device: torch.device,
+    batch: int,
+    limit_gb: float,
+    timeout: float,
+    parquet: Path | None,
+) -> Any:
+    """One `foxhunt bench-memory` run; its JSON report. With ``parquet``, on its first batch
+    of real windows, the tft-225 preset's feature groups (bench-memory --parquet-file)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "bench.json"
         args = [sys.executable, "-m", "foxhunt", "bench-memory", "--preset", "tft-225"]
         args += ["--device", device.type, "--modes", ",".join(MODES), "--batch-size", str(batch)]
         args += ["--steps", str(sizes.bench_steps), "--warmup", "1", "--json", str(out)]
         args += sizes.bench_overrides
+        if parquet is not None:
+            args += ["--parquet-file", str(parquet.resolve())]
         if device.type == "cuda":  # on CPU bench-memory ignores the cap: emulated by the caller
             args += ["--memory-limit-gb", str(limit_gb)]
         done = _run(args, timeout)
@@ -74,21 +84,39 @@ def _bench(sizes: Sizes, device: torch.device, batch: int, limit_gb: float, time
         return json.loads(out.read_text())
 
 
+def _data_label(report: dict[str, Any], parquet: Path | None) -> str:
+    """Where the measured batch came from, with the input counts the model was built for."""
+    c = report["config"]
+    counts = (
+        f"{c['num_static']} static + {len(c['static_cardinalities'] or ())} categorical, "
+        f"{c['num_past']} past, {c['num_future']} future inputs"
+    )
+    if parquet is None:
+        return f"synthetic 225-input shape ({counts}), random batch"
+    return f"real windows of {parquet.name}, tft-225 feature set ({counts})"
+
+
 def memory_limit(
-    sizes: Sizes, device: torch.device, limit_gb: float, limit_s: float
+    sizes: Sizes,
+    device: torch.device,
+    limit_gb: float,
+    limit_s: float,
+    parquet: Path | None = None,
 ) -> dict[str, Any]:
     """`bench-memory --preset tft-225` per batch size, each in a subprocess (the allocator cap
     and any out-of-memory state die with it); a batch that fails does not lose the others."""
     cuda = device.type == "cuda"
     runs: list[dict[str, Any]] = []
     errors: dict[str, str] = {}
+    data: dict[str, str] = {}
     deadline = time.monotonic() + limit_s
     for batch in sizes.bench_batches:
         try:
-            report = _bench(sizes, device, batch, limit_gb, deadline - time.monotonic())
+            report = _bench(sizes, device, batch, limit_gb, deadline - time.monotonic(), parquet)
         except (RuntimeError, subprocess.TimeoutExpired, ValueError) as err:
             errors[str(batch)] = f"{type(err).__name__}: {err}"[-2500:]
             continue
+        data[str(batch)] = _data_label(report, parquet)
         for r in report["results"]:
             peak = r["peak_bytes"]
             fits = not r["oom"] and (cuda or (peak is not None and peak <= limit_gb * GB))
@@ -114,7 +142,9 @@ def memory_limit(
     per_batch = [
         f"b{b}: "
         + ", ".join(
-            f"{r['label']} " + ("OOM" if r["oom"] else f"{r['peak_bytes'] / MiB:.0f} MiB")
+            f"{r['label']} "
+            + ("OOM" if r["oom"] else f"{r['peak_bytes'] / MiB:.0f} MiB")
+            + ("" if r["step_ms"] is None else f" {r['step_ms']:.0f} ms")
             for r in runs
             if r["batch_size"] == b
         )
@@ -122,11 +152,15 @@ def memory_limit(
         if str(b) not in errors
     ]
     per_batch += [f"b{b}: error" for b in errors]
+    labels = sorted(set(data.values()))
     return {
         "status": "error" if errors else "ok",
+        "data": labels[0] if len(labels) == 1 else data,
         "limit_gb": limit_gb,
         "limit": how,
         "modes": runs,
         "errors": errors,
-        "summary": f"{limit_gb:g} GB {how.split(':')[0]}; " + "; ".join(per_batch),
+        "summary": f"{limit_gb:g} GB {how.split(':')[0]}; "
+        + "; ".join(per_batch)
+        + ("; " + labels[0].split(" (")[0] if len(labels) == 1 else ""),
     }

@@ -12,11 +12,14 @@ import statistics
 import time
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import torch
 from torch import Tensor
 
+from _gpu_data import training_batches
+from _gpu_memcheck import cross_check
 from _gpu_sizes import Sizes
 from foxhunt.bench.memory import random_batch
 from foxhunt.memory.profiler import MemoryProfiler
@@ -53,18 +56,24 @@ def _build(cfg: TFTConfig) -> TemporalFusionTransformer:
     return apply_model_transforms(build_model(DEFAULT_MODEL, cfg), cfg)
 
 
-def amp_bf16(sizes: Sizes, device: torch.device) -> dict[str, Any]:
-    """fp32 vs bf16 autocast: two copies of one model trained on the same batches with the
-    same dropout masks, steps interleaved (ABBA) so that drift hits both alike."""
-    cfg = sizes.amp_config
+def amp_bf16(
+    sizes: Sizes, device: torch.device, parquet: Path | None, limit_s: float
+) -> dict[str, Any]:
+    """fp32 vs bf16 autocast: two copies of one model trained on the same batches (real
+    windows with ``parquet``) with the same dropout masks, steps interleaved (ABBA) so that
+    drift hits both alike; stops early, saying so, when the section's time runs short."""
+    deadline = time.monotonic() + 0.85 * limit_s
+    total = sizes.amp_warmup + sizes.amp_steps
+    data = training_batches(
+        sizes.amp_config, sizes.amp_batch, total, parquet=parquet, device=device
+    )
+    cfg = data.config
     torch.manual_seed(0)
     base = _build(cfg).to(device).train()
-    total = sizes.amp_warmup + sizes.amp_steps
-    batches = [random_batch(cfg, sizes.amp_batch, seed=i, device=device) for i in range(total)]
     probe = copy.deepcopy(base)  # a bf16 step on a throwaway copy: some CPUs cannot run it
     try:
         with torch.autocast(device.type, dtype=torch.bfloat16):
-            batch_loss(probe, batches[0], cfg.quantiles).backward()
+            batch_loss(probe, data.at(0), cfg.quantiles).backward()
     except RuntimeError as err:  # e.g. oneDNN without bf16 LSTM support on AVX2-only CPUs
         return {
             "status": "unsupported",
@@ -81,7 +90,7 @@ def amp_bf16(sizes: Sizes, device: torch.device) -> dict[str, Any]:
             torch.manual_seed(1000 + i)  # the same dropout masks in both precisions
             optimizer.zero_grad(set_to_none=True)
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-                loss = batch_loss(model, batches[i], cfg.quantiles)
+                loss = batch_loss(model, data.at(i), cfg.quantiles)
             loss.backward()
             optimizer.step()
             return float(loss.item())
@@ -92,26 +101,37 @@ def amp_bf16(sizes: Sizes, device: torch.device) -> dict[str, Any]:
     losses: dict[str, list[float]] = {name: [] for name in steps}
     times: dict[str, list[float]] = {name: [] for name in steps}
     for i in range(total):
+        if i > sizes.amp_warmup and time.monotonic() > deadline:
+            break
         for name in list(steps) if i % 2 else list(steps)[::-1]:
             elapsed, loss = _timed(partial(steps[name], i), device)
             losses[name].append(loss)
             if i >= sizes.amp_warmup:
                 times[name].append(elapsed)
+    done = len(losses["fp32"])
     rel = [
         abs(b - a) / max(abs(a), 1e-12) for a, b in zip(losses["fp32"], losses["bf16"], strict=True)
     ]
+    tail = min(sizes.amp_tail, done)
+    means = {k: statistics.fmean(v[-tail:]) for k, v in losses.items()}
+    tail_rel = abs(means["bf16"] - means["fp32"]) / max(abs(means["fp32"]), 1e-12)
     fp32_ms, bf16_ms = (1e3 * statistics.median(times[k]) for k in ("fp32", "bf16"))
     finite = all(math.isfinite(x) for x in losses["fp32"] + losses["bf16"])
-    agree = finite and rel[-1] <= sizes.amp_tolerance
+    agree = finite and rel[0] <= sizes.amp_first_tolerance and tail_rel <= sizes.amp_tolerance
+    cut = "" if done == total else f" (cut at {done} of {total}: time)"
     return {
         "status": "ok" if agree else "failed",
+        "data": data.label,
         "batch_size": sizes.amp_batch,
         "config": {
             "hidden_size": cfg.hidden_size,
             "lookback": cfg.lookback,
+            "horizon": cfg.horizon,
             "num_past": cfg.num_past,
         },
-        "steps": total,
+        "steps": done,
+        "steps_planned": total,
+        "timed_steps": len(times["fp32"]),
         "fp32_step_ms": fp32_ms,
         "bf16_step_ms": bf16_ms,
         "speedup_fp32_over_bf16": fp32_ms / bf16_ms,
@@ -119,9 +139,14 @@ def amp_bf16(sizes: Sizes, device: torch.device) -> dict[str, Any]:
         "first_step_rel_diff": rel[0],
         "last_step_rel_diff": rel[-1],
         "max_rel_diff": max(rel),
+        "tail_steps": tail,
+        "tail_mean_loss": means,
+        "tail_mean_rel_diff": tail_rel,
+        "first_step_tolerance": sizes.amp_first_tolerance,
         "tolerance": sizes.amp_tolerance,
         "summary": f"fp32 {fp32_ms:.1f} ms, bf16 {bf16_ms:.1f} ms per step "
-        f"({fp32_ms / bf16_ms:.2f}x); loss rel. diff after {total} steps {rel[-1]:.2e}",
+        f"({fp32_ms / bf16_ms:.2f}x), batch {sizes.amp_batch}; loss rel. diff: first step "
+        f"{rel[0]:.1e}, mean of the last {tail} of {done} steps {tail_rel:.1e}{cut}",
     }
 
 
@@ -215,7 +240,8 @@ class _Warnings(logging.Handler):
 
 def profiler(sizes: Sizes, device: torch.device) -> dict[str, Any]:
     """MemoryProfiler on ``device``: snapshots every step of a clean run and of one with a
-    planted leak (a tensor kept alive per step); only the leaky run may warn."""
+    planted leak (a tensor kept alive per step); only the leaky run may warn. Then one
+    snapshot checked against the allocator's counters and NVML (_gpu_memcheck)."""
     cfg = sizes.amp_config
     torch.manual_seed(0)
     model = _build(cfg).to(device).train()
@@ -248,6 +274,7 @@ def profiler(sizes: Sizes, device: torch.device) -> dict[str, Any]:
 
     clean, clean_warnings = epoch(0)
     leaky, leaky_warnings = epoch(sizes.leak_mb)
+    readings = cross_check(leaky.snapshot(), device)
     events = clean.events + leaky.events
     backends = sorted({e["backend"] for e in events})
     leak_events = [e for e in leaky.events if e["event"] == "memory_leak_warning"]
@@ -258,6 +285,7 @@ def profiler(sizes: Sizes, device: torch.device) -> dict[str, Any]:
         and bool(leaky_warnings)
         and not clean_warnings
         and backends == [device.type]
+        and readings["ok"]
     )
     return {
         "status": "ok" if ok else "failed",
@@ -277,5 +305,7 @@ def profiler(sizes: Sizes, device: torch.device) -> dict[str, Any]:
         "summary": f"{len(events)} {'/'.join(backends)} snapshots; planted "
         f"{sizes.leak_mb} MiB/step: "
         + (f"warned at step {leak_events[0]['step']}" if leak_events else "no warning")
-        + f"; clean run {'warned' if clean_warnings else 'silent'}",
+        + f"; clean run {'warned' if clean_warnings else 'silent'}; {readings['summary']}"
+        + ("" if readings["ok"] else f" ({'; '.join(readings['problems'])})"),
+        "readings": readings,
     }
