@@ -84,7 +84,8 @@ if [ "$total" -gt $((60 << 20)) ]; then
 fi
 
 cmd="python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade"
-cmd+=" --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit;"
+# foxhunt is not installed there: its sources come first on the path (the children's too)
+cmd+=" --target /tmp/site .whl/*.whl && export PYTHONPATH=\$PWD/src:/tmp/site || exit;"
 # pytorch-forecasting and scikit-base install top-level docs/ examples/ tests/ folders: a
 # `tests` on the path would shadow nothing of ours today, but need not be there at all
 cmd+=" rm -rf /tmp/site/{docs,examples,extension_templates,tests};"
