@@ -32,6 +32,7 @@ DLE_ELECTRICITY = TFTConfig(
 class Sizes:
     """How big each section runs: ``real()`` on the GPU, ``tiny()`` for --dry-run on CPU."""
 
+    gpu_tests: tuple[str, ...]  # what `pytest -m gpu` collects (tiny: one file of gpu tests)
     bench_overrides: tuple[str, ...]  # extra `bench-memory` flags (the tiny run shrinks tft-225)
     bench_batches: tuple[int, ...]  # one capped bench-memory run per batch size
     bench_steps: int
@@ -66,6 +67,7 @@ class Sizes:
         """Sized so that every section together stays inside 8 minutes on one H100 (each
         section is also cut by its cap in gpu_check.SECTION_CAPS)."""
         return Sizes(
+            gpu_tests=("tests",),
             bench_overrides=(),
             # 32 is the preset's batch (the 4 GB report); one smaller, one larger around it
             bench_batches=(8, 32, 128),
@@ -104,6 +106,9 @@ class Sizes:
         flags = tuple(f"--{k.replace('_', '-')}={v}" for k, v in shrink.items())
         flags += ("--threads=1",)  # spinning OpenMP threads on a busy 2-core CI box: 10x slower
         return Sizes(
+            # every gpu test skips on CPU: collecting the whole suite in a child proved
+            # nothing more than one file's skip does, at ~15 s of imports
+            gpu_tests=("tests/memory/test_profiler.py",),
             bench_overrides=flags,
             bench_batches=(4,),
             bench_steps=1,

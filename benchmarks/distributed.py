@@ -8,10 +8,11 @@ bars at the CLI's default model size, with the same global batch. It is timed be
 barriers after `--warmup` untimed steps; samples/s = global batch x steps / seconds.
 
 Configurations: 1 process with all `--cores` threads, 1 process with 1 thread, and 2 DDP
-processes with `cores / 2` threads each (the same cores in total). The load average is
-printed before and after: on a small shared machine, 2 processes cannot show real scaling
-(they split the same cores and add an all-reduce per step), so read the numbers as the cost
-of the DDP machinery, not as a speed-up.
+processes with `cores / 2` threads each (the same cores in total; with `--cores 1` the first
+two are one, measured once). The load average is printed before and after: on a small shared
+machine, 2 processes cannot show real scaling (they split the same cores and add an
+all-reduce per step), so read the numbers as the cost of the DDP machinery, not as a
+speed-up.
 """
 
 from __future__ import annotations
@@ -193,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     bench = Bench(batch_size=args.batch_size, steps=args.steps, warmup=args.warmup)
     cores = max(1, args.cores)
-    plan = [(1, cores), (1, 1), (2, max(1, cores // 2))]
+    # with --cores 1 the first two are one configuration: measured once
+    plan = list(dict.fromkeys([(1, cores), (1, 1), (2, max(1, cores // 2))]))
     results = []
     for processes, threads in plan:
         print(f"measuring {processes} process(es) x {threads} thread(s)...", file=sys.stderr)

@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     parquet = args.parquet_file
     sections: dict[str, Callable[[float], dict[str, Any]]] = {
-        "pytest_gpu": pytest_gpu,
+        "pytest_gpu": lambda s: pytest_gpu(s, sizes.gpu_tests),
         "memory_limit": lambda s: memory_limit(sizes, device, args.memory_limit_gb, s, parquet),
         "amp_bf16": lambda s: amp_bf16(sizes, device, parquet, s),
         "throughput": lambda s: throughput(sizes, device, s),

@@ -47,7 +47,7 @@ from foxhunt.exports.onnx import export_onnx
 from foxhunt.exports.onnx_int8 import export_onnx_int8
 from foxhunt.exports.onnx_runtime import load_onnx
 from foxhunt.quant.kernel import available as int8_kernel
-from foxhunt.runs import read_run_config
+from foxhunt.runs import ONNX_MODEL_FILE, read_run_config
 from foxhunt.serving import load_run
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "ES_FUT_60d_5min.parquet"
@@ -100,7 +100,9 @@ def exports(fp32: Path, qat: Path, out: Path) -> dict[str, Path]:
     export_run(qat, folders[ROWS[1]], mode="qat")
     export_onnx(fp32, folders[ROWS[2]])
     export_onnx_int8(qat, folders[ROWS[3]])
-    export_onnx_int8(fp32, folders[ROWS[4]])
+    # calibrated from the FP32 graph just exported: what `export --onnx --int8` traces again
+    fp32_graph = (folders[ROWS[2]] / ONNX_MODEL_FILE).read_bytes()
+    export_onnx_int8(fp32, folders[ROWS[4]], fp32_graph=fp32_graph)
     marker.write_text(json.dumps(made_from))
     return folders
 

@@ -18,5 +18,9 @@ def test_benchmark_reports_one_and_two_processes() -> None:
     )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert [r["processes"] for r in report["results"]] == [1, 1, 2]
+    # --cores 1: one process with its one thread, then two DDP processes of one thread each
+    assert [(r["processes"], r["threads_per_process"]) for r in report["results"]] == [
+        (1, 1),
+        (2, 1),
+    ]
     assert all(r["samples_per_s"] > 0 for r in report["results"])

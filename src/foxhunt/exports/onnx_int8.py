@@ -209,14 +209,20 @@ def calibration_windows(loaded: LoadedRun, count: int = CALIBRATION_WINDOWS) -> 
     return [data.train.__getitems__(index[i : i + 32]) for i in range(0, len(index), 32)]
 
 
-def export_onnx_int8(run_dir: Path, output: Path, *, opset: int = DEFAULT_OPSET) -> dict[str, Any]:
-    """Write the int8 (QDQ) ONNX export of ``run_dir`` to ``output``; returns its JSON."""
+def export_onnx_int8(
+    run_dir: Path, output: Path, *, opset: int = DEFAULT_OPSET, fp32_graph: bytes | None = None
+) -> dict[str, Any]:
+    """Write the int8 (QDQ) ONNX export of ``run_dir`` to ``output``; returns its JSON.
+    ``fp32_graph``: an FP32 run's graph already traced at ``opset`` (the ``model.onnx`` of its
+    ``export_onnx``), which the calibrated route then quantizes instead of tracing again."""
     run_dir, output = Path(run_dir), Path(output)
     if is_export(run_dir) or is_onnx_export(run_dir):
         raise FoxhuntError(f"{run_dir} is already an export; pass the run folder")
     if output.resolve() == run_dir.resolve():
         raise FoxhuntError("--output must differ from the run folder")
     qat = read_qat_config(run_dir)
+    if qat is not None and fp32_graph is not None:
+        raise FoxhuntError(f"{run_dir} is a QAT run: its int8 graph is traced from its QAT model")
     if qat is not None:
         loaded = load_trained_run(run_dir)
         blob = fold_weight_quantizers(
@@ -231,7 +237,8 @@ def export_onnx_int8(run_dir: Path, output: Path, *, opset: int = DEFAULT_OPSET)
     else:
         loaded = load_trained_run(run_dir)
         windows = calibration_windows(loaded)
-        blob = calibrated(trace(loaded.model, loaded.config, opset=opset), loaded.config, windows)
+        graph = fp32_graph or trace(loaded.model, loaded.config, opset=opset)
+        blob = calibrated(graph, loaded.config, windows)
         how = {
             "method": "calibrated",
             "calibration": "MinMax",
