@@ -38,11 +38,15 @@ def test_off_the_cpu_the_kernel_is_never_built_and_the_mask_is_drawn_there(
         raise AssertionError("the CPU kernel was loaded for tensors off the CPU")
 
     masks: list[object] = []
+    blocks: list[int] = []
     real_op = fused_grns.fused_weighted_grns
 
-    def spy(z: torch.Tensor, weights: torch.Tensor, mask: fused_grns.Mask, *rest: Any) -> Any:
+    def spy(
+        z: torch.Tensor, weights: torch.Tensor, mask: fused_grns.Mask, cells: int, *rest: Any
+    ) -> Any:
         masks.append(mask)
-        return real_op(z, weights, mask, *rest)
+        blocks.append(cells)
+        return real_op(z, weights, mask, cells, *rest)
 
     monkeypatch.setattr(grn_cells, "load", no_build)
     monkeypatch.setattr(fused_grns, "fused_weighted_grns", spy)
@@ -61,6 +65,8 @@ def test_off_the_cpu_the_kernel_is_never_built_and_the_mask_is_drawn_there(
     assert all(isinstance(m, torch.Tensor) and m.device.type == "meta" for m in masks)
     vsn.eval()(real, codes, context)[0].sum().backward()  # no mask: the kernel's other way in
     assert masks[2:] == [None, None]
+    # blocks bounded by the device's budget (GLU input [cells, 2 * 8]), not the CPU's cache
+    assert set(blocks) == {fused_grns.DEVICE_BLOCK_ELEMENTS // 16}
 
 
 def _run(grns: VariableGRNs, z: torch.Tensor, w: torch.Tensor, seed: int) -> list[torch.Tensor]:
