@@ -243,6 +243,12 @@ def profiler(sizes: Sizes, device: torch.device) -> dict[str, Any]:
     planted leak (a tensor kept alive per step); only the leaky run may warn. Then one
     snapshot checked against the allocator's counters and NVML (_gpu_memcheck)."""
     cfg = sizes.amp_config
+    if device.type == "cuda":
+        # the peak counter otherwise holds the earlier sections' (the throughput section's
+        # batch 1024) while the runner's empty_cache shrank what is reserved: the snapshot's
+        # peak would exceed its reserved memory, a failure that says nothing of the profiler
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(device)
     torch.manual_seed(0)
     model = _build(cfg).to(device).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)

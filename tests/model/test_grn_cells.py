@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
 import pytest
 import torch
 
-from foxhunt.model import grn_cells
+from foxhunt.model import fused_grns, grn_cells
 from foxhunt.model.variable_grns import VariableGRNs
+from foxhunt.model.variable_selection import VariableSelectionNetwork
 
 RequireKernel = Callable[[ModuleType | None, str], ModuleType]
 
@@ -22,6 +25,48 @@ def test_kernel_is_off_when_disabled(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FOXHUNT_FUSED_KERNEL", "0")
     assert grn_cells.load() is None
     assert not grn_cells.usable(torch.zeros(1, dtype=torch.float64))
+
+
+def test_off_the_cpu_the_kernel_is_never_built_and_the_mask_is_drawn_there(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What a CUDA run takes (here on the meta device, which runs no kernels): the ATen path
+    with a keep mask drawn on the tensors' device. Loading the kernel would build it, a minute
+    of compiling on a GPU machine, for nothing it could run."""
+
+    def no_build() -> None:
+        raise AssertionError("the CPU kernel was loaded for tensors off the CPU")
+
+    masks: list[object] = []
+    blocks: list[int] = []
+    real_op = fused_grns.fused_weighted_grns
+
+    def spy(
+        z: torch.Tensor, weights: torch.Tensor, mask: fused_grns.Mask, cells: int, *rest: Any
+    ) -> Any:
+        masks.append(mask)
+        blocks.append(cells)
+        return real_op(z, weights, mask, cells, *rest)
+
+    monkeypatch.setattr(grn_cells, "load", no_build)
+    monkeypatch.setattr(fused_grns, "fused_weighted_grns", spy)
+    # autocast knows no meta device; the module turns it off around the op, a no-op here
+    monkeypatch.setattr(torch, "autocast", lambda *args, **kwargs: contextlib.nullcontext())
+    vsn = VariableSelectionNetwork(
+        5, (3,), variable_size=4, hidden_size=8, dropout=0.1, context_size=8
+    ).to("meta")
+    real = torch.randn(2, 3, 5, device="meta", requires_grad=True)
+    codes = torch.zeros(2, 3, 1, dtype=torch.long, device="meta")
+    context = torch.randn(2, 8, device="meta")
+    out, weights = vsn(real, codes, context)
+    (out.sum() + weights.sum()).backward()
+    assert real.grad is not None and real.grad.shape == real.shape
+    assert len(masks) == 2  # the real and the categorical variables' GRNs
+    assert all(isinstance(m, torch.Tensor) and m.device.type == "meta" for m in masks)
+    vsn.eval()(real, codes, context)[0].sum().backward()  # no mask: the kernel's other way in
+    assert masks[2:] == [None, None]
+    # blocks bounded by the device's budget (GLU input [cells, 2 * 8]), not the CPU's cache
+    assert set(blocks) == {fused_grns.DEVICE_BLOCK_ELEMENTS // 16}
 
 
 def _run(grns: VariableGRNs, z: torch.Tensor, w: torch.Tensor, seed: int) -> list[torch.Tensor]:

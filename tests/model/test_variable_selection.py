@@ -15,7 +15,7 @@ from foxhunt.model.reference import (
     copy_fast_to_reference,
     copy_reference_to_fast,
 )
-from foxhunt.model.variable_grns import VariableGRNs
+from foxhunt.model.variable_grns import VariableGRNs, _carry_one, _with_bias
 from foxhunt.model.variable_selection import VariableSelectionNetwork
 
 CASES = {
@@ -128,6 +128,37 @@ def test_blocking_does_not_change_the_result(monkeypatch: pytest.MonkeyPatch) ->
     blocked = fast(real, codes, ctx)[0]
     monkeypatch.setattr(fused_grns, "BLOCK_ELEMENTS_PER_THREAD", 1 << 30)
     torch.testing.assert_close(fast(real, codes, ctx)[0], blocked, atol=1e-12, rtol=1e-12)
+
+
+def test_a_drawn_mask_gives_the_same_result_in_blocks_as_in_one() -> None:
+    """The GPU's way (a bool keep mask drawn whole, sliced per block) on the ATen path."""
+    torch.manual_seed(0)
+    n, rows, g, d = 5, 7, 3, 4
+    grns = VariableGRNs(n, 2, g, d, dropout=0.5).double()
+    z = torch.nn.functional.pad(torch.randn(n, rows, 2, dtype=torch.float64), (0, 1), value=1.0)
+    weights = torch.rand(rows, n, dtype=torch.float64)
+    keep = grns.dropout.keep_mask((n, rows, g), z.device)
+    assert 0 < int(keep.sum()) < keep.numel()
+    params = (grns.input_weight(), *_stacked(grns))
+
+    def run(cells: int) -> list[torch.Tensor]:
+        inputs = [t.detach().requires_grad_() for t in (z, weights, *params)]
+        z_, w_, *p_ = inputs
+        out = fused_grns.fused_weighted_grns(z_, w_, keep, cells, *p_)
+        (out * torch.linspace(-1, 1, out.numel(), dtype=out.dtype).view_as(out)).sum().backward()
+        return [out.detach(), *(t.grad for t in inputs)]  # type: ignore[misc]
+
+    whole, blocked = run(n * rows), run(4)  # blocks of 1 variable x 4 rows, ragged
+    for a, b in zip(blocked, whole, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=1e-12)
+
+
+def _stacked(grns: VariableGRNs) -> tuple[torch.Tensor, ...]:
+    """fc2, glu (dropout's rescaling folded in), norm weight and bias as the op takes them."""
+    fc2 = _with_bias(grns.fc2_weight, grns.fc2_bias)
+    fc2 = torch.cat([fc2, _carry_one(fc2, 1)], dim=-1)
+    glu = _with_bias(grns.glu_weight / grns.dropout.keep_probability, grns.glu_bias)
+    return fc2, glu, grns.norm_weight, grns.norm_bias
 
 
 @pytest.mark.parametrize("dropout", [0.0, 0.5])

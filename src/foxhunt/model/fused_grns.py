@@ -5,9 +5,10 @@ Done with autograd, n = 220 GRNs over 64 steps x batch 32 materialize a dozen
 back. This op saves only its inputs and recomputes activations in backward. On CPU in
 float32 the C++ kernel (grn_cells.cpp) does the whole op a few (variable, row) cells at a
 time; elsewhere (GPU, float64, no compiler) the ATen path below walks blocks of (variables,
-rows) small enough to stay in cache, with the matmuls batched over a block's variables
-(bmm). Forward and backward are written out by hand; tests compare both paths with autograd
-on the plain per-variable GRNs (reference.py).
+rows), on CPU small enough to stay in cache, on a GPU small enough to bound the op's memory
+(DEVICE_BLOCK_ELEMENTS), with the matmuls batched over a block's variables (bmm). Forward
+and backward are written out by hand; tests compare both paths with autograd on the plain
+per-variable GRNs (reference.py).
 
 Shapes: n variables, R rows, k input features (the last the constant 1), g GRN hidden,
 d output; weights are "augmented" (see variable_grns.py): their last input row is the bias.
@@ -34,6 +35,12 @@ Mask = Tensor | HashedMask | None
 #: widest activation, [variables, rows, 2 * d] floats, stays near this many elements
 #: (1 MiB in fp32: half a core's L2 here, leaving room for the block's other tensors).
 BLOCK_ELEMENTS_PER_THREAD = 1 << 18
+#: Off the CPU (GPU), the same bound on the block's whole widest activation: 256 MiB in fp32.
+#: Backward holds about four such tensors at once, so one block of a whole VSN would need
+#: about 4 x [n, rows, 2d]: 7 GiB for tft-225's past VSN at batch 32 (220 variables,
+#: 4,096 rows, d 256), over a 4 GB card by itself whatever is checkpointed. Blocks of this
+#: size still fill a GPU (32 variables x 4,096 rows there).
+DEVICE_BLOCK_ELEMENTS = 1 << 26
 EPS = 1e-5  # LayerNorm epsilon, as nn.LayerNorm
 
 

@@ -88,19 +88,20 @@ class VariableGRNs(nn.Module):
         glu_weight: Tensor = self.glu_weight  # read once (it may be parametrized)
         mask: fused_grns.Mask = None
         if self.dropout.training and self.dropout.p > 0:
-            # CPU: a seed the kernel hashes each bit from; GPU: drawn bits (one block there,
-            # where hashed indices would take 8x the mask's memory)
+            # CPU: a seed the kernel hashes each bit from; GPU: drawn bits (large blocks
+            # there, where hashed indices would take 8x the mask's memory)
             if z.device.type == "cpu":
                 mask = self.dropout.hashed_mask(z.device)
             else:
                 mask = self.dropout.keep_mask((n, rows, self.hidden_size), z.device)
             glu_weight = glu_weight / self.dropout.keep_probability  # the rescaling, folded in
         glu = _with_bias(glu_weight, self.glu_bias)  # [n, g + 1, 2 * output]
-        # CPU: blocks of (variable, row) cells whose widest activation stays in cache
-        cells = n * rows
+        # blocks of (variable, row) cells whose widest activation [cells, 2 * output] stays
+        # in cache (CPU) or within a bound on the op's memory (GPU)
+        budget = fused_grns.DEVICE_BLOCK_ELEMENTS
         if z.device.type == "cpu":
             budget = fused_grns.BLOCK_ELEMENTS_PER_THREAD * torch.get_num_threads()
-            cells = budget // (2 * self.output_size)
+        cells = max(1, budget // (2 * self.output_size))
         dtype = glu_weight.dtype  # autocast is off inside: the op runs in the weights' dtype
         with torch.autocast(z.device.type, enabled=False):
             params = (in_weight, fc2, glu, self.norm_weight, self.norm_bias)
