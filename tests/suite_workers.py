@@ -1,14 +1,16 @@
 """The suite on several processes (pytest-xdist), wired in by ``tests/conftest.py``.
 
-* ``pytest`` alone runs on ``workers()`` processes, scheduled ``--dist loadscope``. A run that
+* ``pytest`` alone runs on ``workers()`` processes, scheduled ``--dist worksteal``. A run that
   names its own (``-n 0``, ``-n 4``, ``--dist``, ``--tx``), debugs (``--pdb``, ``--trace``,
   ``-s``), names single tests (``file.py::test``), or lacks pytest-xdist (``-p no:xdist``)
   runs as it says, or in this one process.
-* loadscope sends each module to one worker whole (modules with the most tests first): a
-  module-scoped fixture (a trained run, an export) is built once, not once per worker.
-  (``--dist loadgroup`` would spread the other modules' tests singly, but pytest-xdist 3.8
-  cannot name the groups under pytest 9.2: it rewrites ``item._nodeid``, which pytest no
-  longer reads.)
+* worksteal gives each worker a run of whole modules in collection order and lets a worker
+  that ran out take half of what another has left: a module-scoped fixture (a trained run, an
+  export) is built once except where a module is split, and the run ends with its longest test,
+  not a long module. (``--dist loadscope`` keeps modules whole but queues the slow modules of
+  few tests last: ~1/4 of the time on one worker at the end; ``loadgroup`` cannot name its
+  groups under pytest 9.2: pytest-xdist 3.8 rewrites ``item._nodeid``, which pytest no longer
+  reads.)
 * ``@pytest.mark.alone``: nothing else runs while the test does (it waits for the test running
   beside it to finish, and holds the next back): tests whose short deadlines or timings a busy
   neighbour would stretch. A lock file per run: a shared ``flock`` for every test, an exclusive
@@ -48,7 +50,7 @@ def workers() -> int:
 
 
 def default_to_workers(config: pytest.Config) -> None:
-    """Turn ``-n workers() --dist loadscope`` on where the command line left it to us."""
+    """Turn ``-n workers() --dist worksteal`` on where the command line left it to us."""
     if not config.pluginmanager.hasplugin("xdist") or "PYTEST_XDIST_WORKER" in os.environ:
         return  # no xdist (-p no:xdist), or a worker (or a pytest one spawned)
     option = config.option
@@ -61,7 +63,7 @@ def default_to_workers(config: pytest.Config) -> None:
     count = workers()
     if count > 1:
         option.numprocesses = count
-        option.dist = "loadscope"
+        option.dist = "worksteal"
 
 
 @contextmanager
