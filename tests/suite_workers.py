@@ -8,9 +8,9 @@
   that ran out take half of what another has left: a module-scoped fixture (a trained run, an
   export) is built once except where a module is split, and the run ends with its longest test,
   not a long module. (``--dist loadscope`` keeps modules whole but queues the slow modules of
-  few tests last: ~1/4 of the time on one worker at the end; ``loadgroup`` cannot name its
-  groups under pytest 9.2: pytest-xdist 3.8 rewrites ``item._nodeid``, which pytest no longer
-  reads.)
+  few tests last: on 2 cores its last 8% of the tests took about 5 of 19 minutes, mostly on one
+  worker; ``loadgroup`` cannot name its groups under pytest 9.2: pytest-xdist 3.8 rewrites
+  ``item._nodeid``, which pytest no longer reads.)
 * ``@pytest.mark.alone``: nothing else runs while the test does (it waits for the test running
   beside it to finish, and holds the next back): tests whose short deadlines or timings a busy
   neighbour would stretch. A lock file per run: a shared ``flock`` for every test, an exclusive
