@@ -38,8 +38,10 @@ def _run(args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
 
 
 def pytest_gpu(limit_s: float, paths: tuple[str, ...] = ("tests",)) -> dict[str, Any]:
-    """Every test marked ``gpu`` under ``paths``; on CPU they all skip (or are deselected)."""
-    args = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider", *paths]
+    """Every test marked ``gpu`` under ``paths``; on CPU they all skip (or are deselected).
+    In one process (``-p no:xdist``): the tests share one GPU and measure its memory."""
+    args = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider"]
+    args += ["-p", "no:xdist", *paths]
     done = _run(args, limit_s)
     text = (done.stdout + done.stderr).strip()
     last = text.splitlines()[-1] if text else ""  # "2 passed, 1 skipped, 410 deselected in 9s"

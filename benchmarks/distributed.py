@@ -25,6 +25,8 @@ import platform
 import socket
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from queue import Empty
 from typing import Any
@@ -128,17 +130,26 @@ def _worker(bench: Bench, rank: int, world_size: int, port: int, threads: int, o
         out.put(seconds)
 
 
-def free_port() -> int:
+@contextmanager
+def reserved_port() -> Iterator[int]:
+    """A free loopback port, kept bound here (SO_REUSEADDR, never listening) while the ranks
+    run: no other process's bind(0) or connection takes it before rank 0's TCPStore, which binds
+    with SO_REUSEADDR too, listens on it (the suite runs this beside other tests)."""
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+        yield int(s.getsockname()[1])
 
 
 def measure(bench: Bench, processes: int, threads: int) -> Result:
+    with reserved_port() as port:
+        return _measure(bench, processes, threads, port)
+
+
+def _measure(bench: Bench, processes: int, threads: int, port: int) -> Result:
     load_before = os.getloadavg()[0]
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    port = free_port()
     procs = [
         ctx.Process(target=_worker, args=(bench, rank, processes, port, threads, queue))
         for rank in range(processes)

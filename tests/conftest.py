@@ -2,7 +2,8 @@
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Generator
+from contextlib import nullcontext
 from pathlib import Path
 from types import ModuleType
 
@@ -17,8 +18,11 @@ TESTS = str(Path(__file__).resolve().parent)
 if TESTS not in sys.path:
     sys.path.insert(0, TESTS)
 
-# One intra-op thread: the tiny models here gain nothing from more, and a busy 2-core machine
-# with spinning OpenMP threads can slow a multi-threaded step down a hundredfold.
+import suite_workers  # noqa: E402 (tests/ is on sys.path from here on)
+
+# One intra-op thread, in each xdist worker too (one worker per core, suite_workers.py): the
+# tiny models here gain nothing from more, and a busy 2-core machine with spinning OpenMP
+# threads can slow a multi-threaded step down a hundredfold.
 torch.set_num_threads(1)
 # and the foxhunt processes tests spawn alike: never a count chosen by the machine's load
 # (training/threads.py), so that two runs a test compares use the same one
@@ -29,6 +33,21 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 settings.register_profile("ci", derandomize=True, database=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the options set here
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    suite_workers.default_to_workers(config)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+    """Under xdist, a test marked ``alone`` runs with no other beside it (setup, call and
+    teardown, the module fixtures it builds or ends included)."""
+    folder = suite_workers.run_folder(item.config)
+    alone = item.get_closest_marker("alone") is not None
+    with suite_workers.turn(folder, alone) if folder else nullcontext():
+        return (yield)
 
 
 @pytest.fixture(scope="session")

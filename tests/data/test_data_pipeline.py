@@ -277,6 +277,7 @@ def test_too_long_windows_are_a_clear_error() -> None:
         prepare_data(DataConfig(synthetic_days=5, lookback=300))
 
 
+@pytest.mark.alone  # a wall-clock bound: no busy neighbour on the other core
 def test_summary_is_logged_and_fast(data_log: pytest.LogCaptureFixture) -> None:
     start = time.perf_counter()
     data = prepare_data(DataConfig())
@@ -298,6 +299,7 @@ def test_workers_yield_the_same_batches(synthetic: PreparedData) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # wall-clock bounds: no busy neighbour on the other core
 def test_a_year_of_minute_bars(tmp_path: Path) -> None:
     generate_bars(days=365, seed=0, bar_minutes=1).to_parquet(tmp_path / "year.parquet")
     start = time.perf_counter()

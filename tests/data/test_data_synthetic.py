@@ -2,6 +2,7 @@ import time
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from foxhunt.data import generate_bars
 
@@ -67,6 +68,7 @@ def test_intraday_u_shape_and_volatility_clustering() -> None:
     assert lagged > 0.1
 
 
+@pytest.mark.alone  # a wall-clock bound: no busy neighbour on the other core
 def test_sixty_days_is_fast() -> None:
     start = time.perf_counter()
     bars = generate_bars(days=60, seed=0)

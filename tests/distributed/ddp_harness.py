@@ -23,7 +23,8 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -67,10 +68,21 @@ class Outcome:
         )
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+@contextmanager
+def reserved_ports(count: int = 1) -> Iterator[list[int]]:
+    """Free loopback ports, kept from every other process until the block ends: each stays bound
+    here (SO_REUSEADDR, never listening), so the kernel gives it to no other ``bind(0)`` or
+    outgoing connection, e.g. of a test on another xdist worker, while rank 0's TCPStore, which
+    binds with SO_REUSEADDR too, can still listen on it. A port bound and released at once (or
+    a fixed one) could be taken before rank 0 binds it."""
+    with ExitStack() as stack:
+        ports = []
+        for _ in range(count):
+            s = stack.enter_context(socket.socket())
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("127.0.0.1", 0))
+            ports.append(int(s.getsockname()[1]))
+        yield ports
 
 
 #: imported once by the forkserver the workers fork from (torch._dynamo: the first module
@@ -119,11 +131,23 @@ def launch(
     With `primary`, once that rank has exited the others get 2 s and are then killed (as
     torchrun tears the group down): a test of a hung rank waits for the survivor only.
     """
+    with reserved_ports() as [port]:
+        return _launch(target, out_dir, port, world_size, timeout_s, primary, kwargs)
+
+
+def _launch(
+    target: Callable[..., int | None],
+    out_dir: Path,
+    port: int,
+    world_size: int,
+    timeout_s: float,
+    primary: int | None,
+    kwargs: dict[str, Any],
+) -> Outcome:
     out_dir.mkdir(parents=True, exist_ok=True)
     ctx = mp.get_context("forkserver" if primary is None else "spawn")
     if primary is None:
         ctx.set_forkserver_preload(PRELOAD)  # read when the forkserver starts: the first launch
-    port = free_port()
     environment = dict(os.environ)
     procs = [
         ctx.Process(
