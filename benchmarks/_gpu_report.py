@@ -42,11 +42,11 @@ def _amp(section: dict[str, Any]) -> list[str]:
         f"fp32 vs bf16 autocast, batch {s['batch_size']}, {s['steps']} steps "
         f"({s['timed_steps']} timed); data: {_cell(s['data'])}.",
         "",
-        "| precision | median step ms | mean loss, last steps | first-step loss rel. diff |",
+        "| precision | median step ms | mean loss, last steps | first gradients' cosine |",
         "| --- | ---: | ---: | ---: |",
         f"| fp32 | {s['fp32_step_ms']:.1f} | {s['tail_mean_loss']['fp32']:.5f} | |",
         f"| bf16 autocast | {s['bf16_step_ms']:.1f} | {s['tail_mean_loss']['bf16']:.5f} "
-        f"| {s['first_step_rel_diff']:.1e} |",
+        f"| {s['first_gradient_cosine']:.4f} |",
     ]
 
 

@@ -40,7 +40,7 @@ class Sizes:
     amp_batch: int
     amp_warmup: int  # untimed steps, still trained (both precisions alike)
     amp_steps: int  # timed steps (fewer when the section's time runs out)
-    amp_first_tolerance: float  # relative loss difference of the first step (same weights)
+    amp_grad_cosine: float  # least cosine of the fp32 and bf16 gradients at the same weights
     amp_tail: int  # the last steps whose mean losses are compared
     amp_tolerance: float  # relative difference of those means accepted for bf16
     dle_config: TFTConfig  # the throughput section's NVIDIA electricity model
@@ -76,7 +76,7 @@ class Sizes:
             amp_batch=32,  # the preset's batch
             amp_warmup=10,
             amp_steps=300,
-            amp_first_tolerance=0.02,
+            amp_grad_cosine=0.99,
             amp_tail=50,
             amp_tolerance=0.05,
             dle_config=DLE_ELECTRICITY,
@@ -116,7 +116,7 @@ class Sizes:
             amp_batch=4,
             amp_warmup=1,
             amp_steps=4,
-            amp_first_tolerance=0.02,
+            amp_grad_cosine=0.99,
             amp_tail=2,
             amp_tolerance=0.05,
             dle_config=with_overrides(DLE_ELECTRICITY, **shrink, variable_hidden_size=16),

@@ -47,6 +47,8 @@ def test_dry_run_reports_every_section(tmp_path: Path, bars_file: Path) -> None:
         assert amp["data"].startswith(f"real windows of {bars_file.name}")
         assert amp["steps"] == amp["steps_planned"] == len(amp["losses"]["bf16"])
         assert amp["tail_mean_rel_diff"] <= amp["tolerance"]
+        # bf16 autocast reaches the model: the gradients differ, a little
+        assert amp["least_gradient_cosine"] <= amp["first_gradient_cosine"] < 1.0
     rows = {r["precision"]: r for r in sections["throughput"]["dle_electricity"]["rows"]}
     assert set(rows) == {"tf32", "fp16", "bf16"} and rows["tf32"]["status"] == "ok"
     assert rows["tf32"]["nvidia_a100_items_per_s"] == 10173
