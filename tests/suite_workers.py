@@ -27,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+from foxhunt.training.threads import available_cores
+
 #: workers on a bigger machine: past this, worker start-up (each imports torch and collects the
 #: suite) and the longest tests outweigh what more cores save, and the processes some tests
 #: spawn (two DDP ranks, a tuner's workers) keep the cores busy anyway
@@ -34,19 +36,12 @@ MAX_WORKERS = 8
 WORKERS_ENV = "PYTEST_XDIST_AUTO_NUM_WORKERS"  # xdist's own override of `-n auto`, honoured
 
 
-def usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
 def workers() -> int:
     """Worker processes for a plain ``pytest``: one per usable core, at most MAX_WORKERS."""
     chosen = os.environ.get(WORKERS_ENV, "").strip()
     if chosen:
         return int(chosen)
-    return min(usable_cores(), MAX_WORKERS)
+    return min(available_cores(), MAX_WORKERS)
 
 
 def default_to_workers(config: pytest.Config) -> None:
