@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from _gpu_data import data_label, input_counts
 from _gpu_sizes import Sizes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -89,13 +90,10 @@ def _bench(
 def _data_label(report: dict[str, Any], parquet: Path | None) -> str:
     """Where the measured batch came from, with the input counts the model was built for."""
     c = report["config"]
-    counts = (
-        f"{c['num_static']} static + {len(c['static_cardinalities'] or ())} categorical, "
-        f"{c['num_past']} past, {c['num_future']} future inputs"
+    counts = input_counts(
+        c["num_static"], c["static_cardinalities"], c["num_past"], c["num_future"]
     )
-    if parquet is None:
-        return f"synthetic 225-input shape ({counts}), random batch"
-    return f"real windows of {parquet.name}, tft-225 feature set ({counts})"
+    return data_label(counts, parquet)
 
 
 def memory_limit(

@@ -4,6 +4,7 @@ without a bars file, random batches of the preset's shape, said so in ``label``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -29,12 +30,24 @@ class Batches:
         return self.batches[step % len(self.batches)]
 
 
-def input_counts(cfg: TFTConfig) -> str:
-    cats = len(cfg.static_cardinalities or ())
+def input_counts(
+    num_static: int, cardinalities: Sequence[int] | None, num_past: int, num_future: int
+) -> str:
     return (
-        f"{cfg.num_static} static + {cats} categorical, {cfg.num_past} past, "
-        f"{cfg.num_future} future inputs"
+        f"{num_static} static + {len(cardinalities or ())} categorical, {num_past} past, "
+        f"{num_future} future inputs"
     )
+
+
+def data_label(counts: str, parquet: Path | None) -> str:
+    """Where a section's batches came from, in words, with the input counts of its model."""
+    if parquet is None:
+        return f"synthetic 225-input shape ({counts}), random"
+    return f"real windows of {parquet.name}, tft-225 feature set ({counts})"
+
+
+def _counts(cfg: TFTConfig) -> str:
+    return input_counts(cfg.num_static, cfg.static_cardinalities, cfg.num_past, cfg.num_future)
 
 
 def training_batches(
@@ -50,7 +63,7 @@ def training_batches(
     holds fewer windows; the caller cycles them), else ``count`` seeded random batches."""
     if parquet is None:
         batches = [random_batch(cfg, batch_size, seed=i, device=device) for i in range(count)]
-        return Batches(cfg, batches, f"synthetic 225-input shape ({input_counts(cfg)}), random")
+        return Batches(cfg, batches, data_label(_counts(cfg), None))
     from foxhunt.cli.presets import TFT225_FEATURES
     from foxhunt.data import DataConfig, make_loader, prepare_data
     from foxhunt.jobs.prepare import fit_model_config
@@ -75,8 +88,5 @@ def training_batches(
             batches.append(batch.to(device))
     if not batches:
         raise ValueError(f"{parquet}: fewer than {batch_size} training windows")
-    label = (
-        f"real windows of {parquet.name}, tft-225 feature set ({input_counts(fitted)}), "
-        f"{len(batches)} distinct batches"
-    )
+    label = f"{data_label(_counts(fitted), parquet)}, {len(batches)} distinct batches"
     return Batches(fitted, batches, label)

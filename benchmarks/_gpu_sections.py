@@ -21,39 +21,18 @@ from torch import Tensor
 from _gpu_data import training_batches
 from _gpu_memcheck import cross_check
 from _gpu_sizes import Sizes
+from _gpu_steps import build, timed
 from foxhunt.bench.memory import random_batch
 from foxhunt.memory.profiler import MemoryProfiler
-from foxhunt.model.config import TFTConfig
-from foxhunt.model.factory import DEFAULT_MODEL, build_model
 from foxhunt.model.reference import (
     ReferenceVariableSelectionNetwork,
     copy_fast_to_reference,
     copy_reference_to_fast,
 )
-from foxhunt.model.tft import TemporalFusionTransformer
 from foxhunt.model.variable_selection import VariableSelectionNetwork
 from foxhunt.task import batch_loss
-from foxhunt.transforms import apply_model_transforms
 
 MiB = 1 << 20
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def _timed(fn: Callable[[], Any], device: torch.device) -> tuple[float, Any]:
-    _sync(device)
-    start = time.perf_counter()
-    out = fn()
-    _sync(device)
-    return time.perf_counter() - start, out
-
-
-def _build(cfg: TFTConfig) -> TemporalFusionTransformer:
-    """The model a run trains from ``cfg``: built and transformed as the job does."""
-    return apply_model_transforms(build_model(DEFAULT_MODEL, cfg), cfg)
 
 
 def amp_bf16(
@@ -69,7 +48,7 @@ def amp_bf16(
     )
     cfg = data.config
     torch.manual_seed(0)
-    base = _build(cfg).to(device).train()
+    base = build(cfg).to(device).train()
     # The first loss says nothing (the baseline head's output layer starts at zero, so both
     # precisions give the baseline's loss exactly): the gradients at the same weights do.
     # The bf16 one first, on a throwaway copy: some CPUs cannot run it.
@@ -106,7 +85,7 @@ def amp_bf16(
         if i > sizes.amp_warmup and time.monotonic() > deadline:
             break
         for name in list(steps) if i % 2 else list(steps)[::-1]:
-            elapsed, loss = _timed(partial(steps[name], i), device)
+            elapsed, loss = timed(partial(steps[name], i), device)
             losses[name].append(loss)
             if i >= sizes.amp_warmup:
                 times[name].append(elapsed)
@@ -225,7 +204,7 @@ def fused_vsn(sizes: Sizes, device: torch.device) -> dict[str, Any]:
     times: dict[str, float] = {}
     for name, module in (("fused", fast), ("reference", ref)):
         times[name] = 1e3 * statistics.median(
-            _timed(partial(run, module), device)[0] for _ in range(sizes.vsn_reps)
+            timed(partial(run, module), device)[0] for _ in range(sizes.vsn_reps)
         )
     ok = max(diffs.values()) <= sizes.vsn_tolerance
     return {
@@ -270,7 +249,7 @@ def profiler(sizes: Sizes, device: torch.device) -> dict[str, Any]:
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(device)
     torch.manual_seed(0)
-    model = _build(cfg).to(device).train()
+    model = build(cfg).to(device).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     batch = random_batch(cfg, sizes.amp_batch, device=device)
 

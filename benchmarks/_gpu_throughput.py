@@ -15,10 +15,9 @@ import torch
 
 from _bench_models import FoxhuntRunner, PFRunner, Trainer, load_pf, synthetic_batches
 from _gpu_sizes import Sizes
+from _gpu_steps import build, timed
 from foxhunt.bench.memory import random_batch
-from foxhunt.model.factory import DEFAULT_MODEL, build_model
 from foxhunt.task import batch_loss
-from foxhunt.transforms import apply_model_transforms
 
 #: NVIDIA's published training throughput (items/s) of its TFT on electricity, one A100 80GB
 #: (DGX A100), batch 1024 per GPU, PyTorch 21.06 NGC container, averaged over a training epoch
@@ -47,51 +46,55 @@ def _tf32(enabled: bool) -> Iterator[None]:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = matmul, cudnn
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+def _train_timed(
+    sizes: Sizes, batch: Any, dtype: torch.dtype | None, device: torch.device, deadline: float
+) -> tuple[list[float], float]:
+    """A fresh electricity model trained on ``batch`` (autocast to ``dtype``, fp16 with a
+    grad scaler): the timed steps' seconds (at least one: the deadline stops it only after
+    three) and the last loss; the model dies on return."""
+    cfg = sizes.dle_config
+    torch.manual_seed(0)
+    model = build(cfg).to(device).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    scaler = torch.amp.GradScaler(device.type, enabled=dtype is torch.float16)
+
+    def step() -> torch.Tensor:
+        optimizer.zero_grad(set_to_none=True)
+        amp = dtype is not None
+        with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=amp):
+            loss = batch_loss(model, batch, cfg.quantiles)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        return loss
+
+    times: list[float] = []
+    loss = torch.tensor(float("nan"))
+    for i in range(sizes.dle_warmup + sizes.dle_steps):
+        elapsed, loss = timed(step, device)
+        if i >= sizes.dle_warmup:
+            times.append(elapsed)
+        if time.monotonic() > deadline and len(times) >= 3:
+            break
+    return times, float(loss.detach())
 
 
 def dle_electricity(sizes: Sizes, device: torch.device, deadline: float) -> list[dict[str, Any]]:
     """foxhunt's training step (AdamW, as foxhunt trains) at the electricity config per
     precision: median step time and samples/s on one random batch of that shape."""
-    cfg, batch_size = sizes.dle_config, sizes.dle_batch
-    batch = random_batch(cfg, batch_size, device=device)
+    batch_size = sizes.dle_batch
+    batch = random_batch(sizes.dle_config, batch_size, device=device)
     rows = []
     for name, (words, dtype, tf32) in PRECISIONS.items():
         row: dict[str, Any] = {"precision": name, "how": words, "batch_size": batch_size}
         if time.monotonic() > deadline:
             rows.append({**row, "status": "skipped", "error": "time"})
             continue
-        torch.manual_seed(0)
-        model = apply_model_transforms(build_model(DEFAULT_MODEL, cfg), cfg).to(device).train()
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-        scaler = torch.amp.GradScaler(device.type, enabled=dtype is torch.float16)
-        times: list[float] = []
         try:
             with _tf32(tf32):
-                for i in range(sizes.dle_warmup + sizes.dle_steps):
-                    _sync(device)
-                    start = time.perf_counter()
-                    optimizer.zero_grad(set_to_none=True)
-                    amp = dtype is not None
-                    with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=amp):
-                        loss = batch_loss(model, batch, cfg.quantiles)
-                    scaler.scale(loss).backward()
-                    scaler.step(optimizer)
-                    scaler.update()
-                    _sync(device)
-                    if i >= sizes.dle_warmup:
-                        times.append(time.perf_counter() - start)
-                    if time.monotonic() > deadline and len(times) >= 3:
-                        break
+                times, final_loss = _train_timed(sizes, batch, dtype, device, deadline)
         except RuntimeError as err:  # e.g. fp16 LSTM on a CPU's oneDNN
             rows.append({**row, "status": "unsupported", "error": str(err)[:300]})
-            continue
-        finally:
-            del model, optimizer
-        if not times:
-            rows.append({**row, "status": "skipped", "error": "time ran out in warm-up"})
             continue
         step = statistics.median(times)
         nvidia = NVIDIA_A100["amp" if dtype else "tf32"]
@@ -102,7 +105,7 @@ def dle_electricity(sizes: Sizes, device: torch.device, deadline: float) -> list
                 "steps": len(times),
                 "step_ms": 1e3 * step,
                 "samples_per_s": batch_size / step,
-                "final_loss": float(loss.detach()),
+                "final_loss": final_loss,
                 "nvidia_a100_items_per_s": nvidia,
                 "vs_nvidia_a100": batch_size / step / nvidia,
             }
