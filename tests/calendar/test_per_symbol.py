@@ -21,6 +21,7 @@ from foxhunt.data.inspect import inspect_bars
 from foxhunt.data.instruments import generate_instruments
 from foxhunt.errors import ConfigError
 from foxhunt.exports.onnx_spec import onnx_spec, used_inputs
+from foxhunt.exports.onnx_trace import DEFAULT_OPSET
 from foxhunt.trained_run import load_trained_run
 from helpers import TINY_CLI
 
@@ -188,7 +189,8 @@ def test_train_predict_and_export_with_calendars_per_symbol(
     # (~10 s; the graph sees tensors only, never a calendar: tests/exports trace it)
     loaded = load_trained_run(tmp_path / "run")
     names = used_inputs(loaded.config)
-    spec = onnx_spec(loaded.config, loaded.preprocessor.state_dict(), names, 18, tmp_path / "run")
+    pre = loaded.preprocessor.state_dict()
+    spec = onnx_spec(loaded.config, pre, names, DEFAULT_OPSET, tmp_path / "run")
     assert json.loads(json.dumps(spec))["calendar"] == {"CL": CME_CRUDE, "ES": CME_EQUITY}
 
 
