@@ -20,6 +20,7 @@ from foxhunt.runs import RunConfig
 from foxhunt.training.config import TrainingConfig
 
 DATA = DataConfig(
+    synthetic_market="garch",
     synthetic_days=12,
     lookback=16,
     horizon=4,
@@ -104,7 +105,17 @@ def test_killed_during_fold_3_resumes_to_the_same_result(
 
 
 def test_cli_backtest_writes_json_and_report(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    args = ["backtest", "--synthetic-days", "10", "--lookback", "16", "--horizon", "4"]
+    args = [
+        "backtest",
+        "--synthetic-market",
+        "garch",
+        "--synthetic-days",
+        "10",
+        "--lookback",
+        "16",
+        "--horizon",
+        "4",
+    ]
     args += ["--baseline-window", "16", "--fast-window", "4", "--hidden-size", "8"]
     args += ["--epochs", "1", "--max-steps-per-epoch", "1", "--folds", "2", "--test-size", "1d"]
     args += ["--resamples", "100", "--output-dir", str(tmp_path)]
@@ -123,7 +134,19 @@ def test_cli_backtest_writes_json_and_report(tmp_path: Path, capsys: pytest.Capt
         (["--embargo", "-1h"], "--embargo"),
         (["--folds", "0"], "--folds"),
         (["--refit", "warm", "--jobs", "2"], "--jobs 1"),
-        (["--folds", "30", "--test-size", "5d", "--synthetic-days", "5"], "fewer"),
+        (
+            [
+                "--folds",
+                "30",
+                "--test-size",
+                "5d",
+                "--synthetic-market",
+                "garch",
+                "--synthetic-days",
+                "5",
+            ],
+            "fewer",
+        ),
     ],
 )
 def test_bad_input_is_exit_2_with_one_line(

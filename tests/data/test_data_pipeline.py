@@ -27,7 +27,11 @@ SMALL = {"lookback": 16, "horizon": 4, "volatility_windows": (6, 12)}
 
 @pytest.fixture(scope="module")
 def synthetic() -> PreparedData:
-    return prepare_data(DataConfig(synthetic_days=12, synthetic_symbols=("ES", "NQ"), **SMALL))
+    return prepare_data(
+        DataConfig(
+            synthetic_market="garch", synthetic_days=12, synthetic_symbols=("ES", "NQ"), **SMALL
+        )
+    )
 
 
 def window_rows(ds: WindowDataset) -> np.ndarray:
@@ -274,7 +278,7 @@ def test_user_columns_flow_through(tmp_path: Path) -> None:
 
 def test_too_long_windows_are_a_clear_error() -> None:
     with pytest.raises(DataError, match=r"the train split has no complete window of lookback 300"):
-        prepare_data(DataConfig(synthetic_days=5, lookback=300))
+        prepare_data(DataConfig(synthetic_market="garch", synthetic_days=5, lookback=300))
 
 
 @pytest.mark.alone  # a wall-clock bound: no busy neighbour on the other core
@@ -315,7 +319,9 @@ def test_a_year_of_minute_bars(tmp_path: Path) -> None:
 
 
 def test_resume_reuses_the_saved_preprocessor(synthetic: PreparedData, tmp_path: Path) -> None:
-    config = DataConfig(synthetic_days=12, synthetic_symbols=("ES", "NQ"), **SMALL)
+    config = DataConfig(
+        synthetic_market="garch", synthetic_days=12, synthetic_symbols=("ES", "NQ"), **SMALL
+    )
     synthetic.preprocessor.save(tmp_path / "p.json")
     resumed = prepare_data(config, preprocessor=Preprocessor.load(tmp_path / "p.json"))
     assert resumed.preprocessor == synthetic.preprocessor and resumed.summary == synthetic.summary
@@ -325,7 +331,11 @@ def test_resume_reuses_the_saved_preprocessor(synthetic: PreparedData, tmp_path:
         batch, expected = ds.__getitems__([0, 1]), original.__getitems__([0, 1])
         assert torch.equal(batch.past, expected.past) and torch.equal(batch.target, expected.target)
     other_seed = DataConfig(
-        synthetic_days=12, synthetic_seed=1, synthetic_symbols=("ES", "NQ"), **SMALL
+        synthetic_market="garch",
+        synthetic_days=12,
+        synthetic_seed=1,
+        synthetic_symbols=("ES", "NQ"),
+        **SMALL,
     )
     assert (
         prepare_data(other_seed, preprocessor=synthetic.preprocessor).preprocessor
@@ -335,13 +345,22 @@ def test_resume_reuses_the_saved_preprocessor(synthetic: PreparedData, tmp_path:
 
 def test_resume_refuses_other_window_settings(synthetic: PreparedData) -> None:
     config = DataConfig(
-        synthetic_days=12, synthetic_symbols=("ES", "NQ"), **{**SMALL, "lookback": 32}
+        synthetic_market="garch",
+        synthetic_days=12,
+        synthetic_symbols=("ES", "NQ"),
+        **{**SMALL, "lookback": 32},
     )
     with pytest.raises(
         ConfigError, match=r"DataConfig.lookback=32 differs from the saved preprocessor \(16\)"
     ):
         prepare_data(config, preprocessor=synthetic.preprocessor)
-    config = DataConfig(synthetic_days=12, synthetic_symbols=("ES", "NQ"), max_gap="1h", **SMALL)
+    config = DataConfig(
+        synthetic_market="garch",
+        synthetic_days=12,
+        synthetic_symbols=("ES", "NQ"),
+        max_gap="1h",
+        **SMALL,
+    )
     with pytest.raises(ConfigError, match=r"DataConfig.max_gap='1h' differs"):
         prepare_data(config, preprocessor=synthetic.preprocessor)
 

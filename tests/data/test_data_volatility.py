@@ -56,7 +56,9 @@ def test_causal_rms_warms_up_skips_gaps_and_never_crosses_series() -> None:
 
 @pytest.fixture(scope="module")
 def fitted() -> Preprocessor:
-    config = DataConfig(synthetic_days=6, synthetic_symbols=("ES", "NQ"), **SMALL)
+    config = DataConfig(
+        synthetic_market="garch", synthetic_days=6, synthetic_symbols=("ES", "NQ"), **SMALL
+    )
     return prepare_data(config).preprocessor
 
 

@@ -152,7 +152,11 @@ def test_typical_volume_is_fitted_on_train_rows_only(tmp_path: Path) -> None:
 
 def test_a_run_saves_and_reloads_its_spec(tmp_path: Path) -> None:
     config = DataConfig(
-        synthetic_days=6, lookback=8, horizon=2, feature_groups=("returns:3/6", "trend:4")
+        synthetic_market="garch",
+        synthetic_days=6,
+        lookback=8,
+        horizon=2,
+        feature_groups=("returns:3/6", "trend:4"),
     )
     data = prepare_data(config)
     path = tmp_path / "preprocessor.json"
@@ -188,14 +192,34 @@ def test_bad_groups_name_the_field(groups: tuple[str, ...], words: str) -> None:
 
 def test_bad_data_for_the_groups_is_one_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="'cross' needs several symbols"):
-        prepare_data(DataConfig(synthetic_days=3, lookback=8, horizon=2, feature_groups=("cross",)))
+        prepare_data(
+            DataConfig(
+                synthetic_market="garch",
+                synthetic_days=3,
+                lookback=8,
+                horizon=2,
+                feature_groups=("cross",),
+            )
+        )
     with pytest.raises(ConfigError, match="longer than the longest series"):
         prepare_data(
-            DataConfig(synthetic_days=2, lookback=8, horizon=2, feature_groups=("trend:600",))
+            DataConfig(
+                synthetic_market="garch",
+                synthetic_days=2,
+                lookback=8,
+                horizon=2,
+                feature_groups=("trend:600",),
+            )
         )
     with pytest.raises(DataError, match="feature ret_700: no finite value on the training span"):
         prepare_data(
-            DataConfig(synthetic_days=3, lookback=8, horizon=2, feature_groups=("returns:700",))
+            DataConfig(
+                synthetic_market="garch",
+                synthetic_days=3,
+                lookback=8,
+                horizon=2,
+                feature_groups=("returns:700",),
+            )
         )
 
 
@@ -204,7 +228,13 @@ def test_a_constant_input_is_dropped_with_a_warning(
 ) -> None:
     """The synthetic bars reopen at the last close: their session gap is always 0."""
     data = prepare_data(
-        DataConfig(synthetic_days=4, lookback=8, horizon=2, feature_groups=("location:3",))
+        DataConfig(
+            synthetic_market="garch",
+            synthetic_days=4,
+            lookback=8,
+            horizon=2,
+            feature_groups=("location:3",),
+        )
     )
     assert "session_gap" in data.preprocessor.spec.dropped
     assert "session_gap" not in data.schema.past_names and "vwap_dist" in data.schema.past_names

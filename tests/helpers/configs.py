@@ -9,11 +9,14 @@ from foxhunt.model import TFTConfig
 from foxhunt.runs import RunConfig
 from foxhunt.training.config import TrainingConfig
 
-#: eight sessions of synthetic 5-minute bars, windows of 16 bars forecasting 4
-TINY_DATA = DataConfig(synthetic_days=8, lookback=16, horizon=4)
+#: eight sessions of synthetic 5-minute bars (GARCH: the machinery's tests need no planted
+#: driver, nor the oracle's seconds), windows of 16 bars forecasting 4
+TINY_DATA = DataConfig(
+    synthetic_market="garch", synthetic_days=8, lookback=16, horizon=4, feature_groups=()
+)
 
 #: ``TINY_DATA`` on the command line (tests that read a Parquet file leave it out)
-SYNTHETIC_CLI = ["--synthetic-days", "8"]
+SYNTHETIC_CLI = ["--synthetic-market", "garch", "--synthetic-days", "8"]
 
 #: the tiny model (8 wide) and batch on the command line; callers add steps, epochs, seed
 TINY_CLI = [

@@ -87,7 +87,7 @@ def test_unfittable_base_is_skipped_by_auto_and_refused_when_named(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     # 5 sessions: 3.5 of training, short of the week of bars the HAR's longest lag needs
-    config = DataConfig(synthetic_days=5, lookback=16, horizon=4)
+    config = DataConfig(synthetic_market="garch", synthetic_days=5, lookback=16, horizon=4)
     data = prepare_data(config)
     with caplog.at_level(logging.WARNING):
         _, choice = choose(data, config, "auto")

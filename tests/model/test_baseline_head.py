@@ -115,3 +115,40 @@ def test_configs_saved_before_signals_load_without_them() -> None:
     saved = small_config(output="baseline").to_dict()
     del saved["vol_signals"]
     assert TFTConfig.from_dict(saved).vol_signals == 0
+
+
+def test_the_log_scale_output_multiplies_every_quantile_of_a_step() -> None:
+    """With log_scale (the default for "baseline") the head's channel 0 is a log-volatility
+    adjustment: at 0 the model is the baseline; set to log 2 on the bias, every quantile of
+    every step doubles, where the additive correction would have to learn it quantile by
+    quantile."""
+    cfg = small_config(output="baseline", learn_spread=False, quantiles=(0.1, 0.5, 0.9))
+    assert cfg.log_scale is True
+    model = TemporalFusionTransformer(cfg).eval()
+    assert model.output_head.out_features == 4
+    batch = make_batch(cfg, batch_size=6)
+    assert batch.scale is not None
+    z = torch.special.ndtri(torch.tensor([0.1, 0.5, 0.9], dtype=torch.float64)).float()
+    assert torch.equal(model(batch).quantiles, batch.scale[..., None] * z)
+    with torch.no_grad():
+        model.output_head.bias[0] = torch.log(torch.tensor(2.0))
+    torch.testing.assert_close(model(batch).quantiles, 2 * batch.scale[..., None] * z)
+
+
+def test_the_log_scale_gets_a_gradient_from_the_first_step() -> None:
+    cfg = small_config(output="baseline", dropout=0.0)
+    model = TemporalFusionTransformer(cfg)
+    batch = make_batch(cfg)
+    assert batch.target is not None
+    quantile_loss(model(batch).quantiles, batch.target, cfg.quantiles).backward()
+    grad = model.output_head.bias.grad
+    assert grad is not None and grad[0].abs() > 0
+
+
+def test_runs_saved_before_log_scale_load_without_it() -> None:
+    saved = small_config(output="baseline").to_dict()
+    del saved["log_scale"]
+    assert TFTConfig.from_dict(saved).log_scale is False
+    assert small_config().log_scale is False  # "direct": no scale to adjust
+    with pytest.raises(ConfigError, match="log_scale"):
+        small_config(output="direct", log_scale=True)

@@ -137,7 +137,9 @@ def test_the_data_pipeline_feeds_the_model_typed_batches() -> None:
     from foxhunt.data import DataConfig, prepare_data
     from foxhunt.training.inference import sequential_batches
 
-    data = prepare_data(DataConfig(synthetic_days=4, lookback=8, horizon=3))
+    data = prepare_data(
+        DataConfig(synthetic_market="garch", synthetic_days=4, lookback=8, horizon=3)
+    )
     cfg = fitted(tiny_model(lookback=8, horizon=3, hidden_size=8), data)
     batch = next(iter(sequential_batches(data.test, 4)))
     assert isinstance(batch, TFTBatch)

@@ -244,7 +244,19 @@ def test_bench_memory_json_is_checked_before_measuring(finished: Path, tmp_path:
 def test_an_output_folder_name_too_long_is_named(tmp_path: Path) -> None:
     """A 250-byte --output-dir failed with "File name too long: .rrr....lock"."""
     out = tmp_path / ("r" * 250)
-    line = refused(["train", *SMALL, "--synthetic-days", "4", "--output-dir", out], "250 bytes")
+    line = refused(
+        [
+            "train",
+            *SMALL,
+            "--synthetic-market",
+            "garch",
+            "--synthetic-days",
+            "4",
+            "--output-dir",
+            out,
+        ],
+        "250 bytes",
+    )
     assert ".lock" not in line and not out.exists()
 
 

@@ -9,7 +9,13 @@ from foxhunt.scoring.ranges import log_range_bp
 
 
 def test_log_range_is_the_bars_high_over_low_in_basis_points() -> None:
-    config = DataConfig(synthetic_days=4, lookback=8, horizon=3, synthetic_symbols=("ES", "NQ"))
+    config = DataConfig(
+        synthetic_market="garch",
+        synthetic_days=4,
+        lookback=8,
+        horizon=3,
+        synthetic_symbols=("ES", "NQ"),
+    )
     data = prepare_data(config)
     got = log_range_bp(data.test, data.preprocessor)
     assert got is not None

@@ -37,7 +37,17 @@ def test_cli_refuses_bf16_before_writing_anything(
 ) -> None:
     monkeypatch.setattr(precision, "cpu_bf16_problem", lambda: "no bf16 LSTM here")
     run = tmp_path / "r"
-    args = ["train", "--synthetic-days", "4", "--precision", "bf16", "--device", "cpu"]
+    args = [
+        "train",
+        "--synthetic-market",
+        "garch",
+        "--synthetic-days",
+        "4",
+        "--precision",
+        "bf16",
+        "--device",
+        "cpu",
+    ]
     assert main([*args, "--output-dir", str(run)]) == 2
     errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
     assert len(errors) == 1 and "no bf16 LSTM here" in errors[0] and "Traceback" not in errors[0]

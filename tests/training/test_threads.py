@@ -153,7 +153,17 @@ def test_a_bad_omp_num_threads_stops_train_before_it_writes(
 
     monkeypatch.setenv("OMP_NUM_THREADS", "abc")
     out = tmp_path / "run"
-    argv = ["train", "--synthetic-days", "8", "--epochs", "1", "--max-steps-per-epoch", "1"]
+    argv = [
+        "train",
+        "--synthetic-market",
+        "garch",
+        "--synthetic-days",
+        "8",
+        "--epochs",
+        "1",
+        "--max-steps-per-epoch",
+        "1",
+    ]
     code = main([*argv, "--hidden-size", "8", "--report", "false", "--output-dir", str(out)])
     errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
     assert code == 2 and len(errors) == 1 and "OMP_NUM_THREADS='abc'" in errors[0]

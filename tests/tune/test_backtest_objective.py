@@ -19,7 +19,17 @@ def test_the_objective_is_the_walk_forward_loss(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "space.yaml").write_text("training.lr: {low: 1e-4, high: 1e-2, log: true}\n")
-    args = ["tune", "--synthetic-days", "10", "--lookback", "16", "--horizon", "4"]
+    args = [
+        "tune",
+        "--synthetic-market",
+        "garch",
+        "--synthetic-days",
+        "10",
+        "--lookback",
+        "16",
+        "--horizon",
+        "4",
+    ]
     args += ["--baseline-window", "16", "--fast-window", "4", "--hidden-size", "8"]
     args += ["--variable-hidden-size", "4", "--attention-heads", "2", "--patience", "0"]
     args += ["--epochs", "1", "--max-steps-per-epoch", "1", "--device", "cpu"]

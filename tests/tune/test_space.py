@@ -73,7 +73,16 @@ def test_cli_refuses_a_bad_space_with_exit_2_and_one_line(
 ) -> None:
     space = tmp_path / "space.yaml"
     space.write_text("model.dropout: {low: 0.0, high: 1.5}\n")
-    args = ["tune", *TINY_CLI, "--synthetic-days", "8", "--space", str(space)]
+    args = [
+        "tune",
+        *TINY_CLI,
+        "--synthetic-market",
+        "garch",
+        "--synthetic-days",
+        "8",
+        "--space",
+        str(space),
+    ]
     assert main([*args, "--output-dir", str(tmp_path / "study")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "model.dropout" in err, err

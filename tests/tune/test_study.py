@@ -21,7 +21,17 @@ from foxhunt.tune import BEST_FILE, TuneConfig, open_study
 from foxhunt.tune.report import HISTORY_PLOT, IMPORTANCE_PLOT, TRIALS_FILE
 from helpers import TINY_CLI, tiny_job
 
-FLAGS = [*TINY_CLI, "--synthetic-days", "8", "--epochs", "1", "--max-steps-per-epoch", "2"]
+FLAGS = [
+    *TINY_CLI,
+    "--synthetic-market",
+    "garch",
+    "--synthetic-days",
+    "8",
+    "--epochs",
+    "1",
+    "--max-steps-per-epoch",
+    "2",
+]
 FLAGS += ["--device", "cpu", "--heartbeat", "1", "--sampler-seed", "0"]
 SPACE = "training.lr: {low: 1e-4, high: 1e-2, log: true}\nmodel.hidden_size: {choices: [4, 8]}\n"
 

@@ -37,13 +37,25 @@ def subcommands() -> list[ModuleType]:
         evaluate,
         export,
         inspect,
+        planted,
         predict,
         report,
         train,
         tune,
     )
 
-    return [train, predict, evaluate, inspect, report, bench_memory, export, backtest, tune]
+    return [
+        train,
+        predict,
+        evaluate,
+        inspect,
+        report,
+        bench_memory,
+        export,
+        backtest,
+        tune,
+        planted,
+    ]
 
 
 def commands() -> dict[str, Command]:

@@ -45,6 +45,10 @@ _RESERVED_COLUMNS = ("timestamp", "symbol")
 #: The volatility behind the model's scale (`base`): "auto" chooses among the others.
 Base = Literal["auto", "realized_vol", "ewma", "har", "garch_t"]
 BASES: tuple[str, ...] = get_args(Base)
+#: the feature library's groups a run feeds by default, after today's inputs
+DEFAULT_GROUPS = ("activity:12",)
+SyntheticMarket = Literal["planted", "garch"]
+SYNTHETIC_MARKETS: tuple[str, ...] = get_args(SyntheticMarket)
 
 
 def _fail(name: str, value: object, fix: str) -> ConfigError:
@@ -151,8 +155,12 @@ class DataConfig:
             ranges, activity, location, trend, shape, cross (several symbols), cycles
             (known in advance), expiry (known; needs a contract column), instrument
             (static, per symbol); docs/data.md lists their
-            inputs and formulas. Empty = today's inputs only. `foxhunt inspect FILE
-            --features` lists every input.
+            inputs and formulas. Default: activity at 12 bars (`volume_vs_minute`, a bar's
+            volume against the typical volume of its minute of day, and four more): without
+            it the network sees volume with its intraday profile in it, and learned nothing
+            of a volume driver on the planted markets (docs/forecasting.md, "Training that
+            finds the signal"). Empty = today's inputs only (runs saved before this default).
+            `foxhunt inspect FILE --features` lists every input.
         baseline_window: bars of the rolling volatility behind each window's baseline scale
             (>= 2): the RMS of the last `baseline_window` returns divided by their intraday
             profile, up to the anchor bar; windows anchored in its warm-up are dropped. The
@@ -170,6 +178,12 @@ class DataConfig:
             whose Gaussian quantiles have the lowest mean quantile loss on the validation
             windows (logged, in metrics.json's `base`), skipping one that cannot be fitted.
             The run saves the base it used; a run saved before this field has "realized_vol".
+        synthetic_market: the built-in bars when `path` is None: "planted" = a planted-signal
+            market (data/planted/: volume spikes that lead volatility, a scheduled release on
+            Tuesdays and Thursdays at 10:00, a hidden volatility regime that shifts volume,
+            and with several symbols the first one's moves leading the others'), whose
+            oracle the run's table shows; "garch" = GARCH bars with no driver beyond past
+            returns (data/synthetic.py; runs saved before this field).
         synthetic_days: trading sessions of synthetic bars when `path` is None (>= 1).
         synthetic_seed: seed of the synthetic bars.
         synthetic_symbols: instruments of the synthetic bars.
@@ -196,11 +210,12 @@ class DataConfig:
     known_columns: tuple[str, ...] = ()
     volatility_windows: tuple[int, ...] = (12, 48)
     # runs saved before the feature library: today's inputs only (as JSON holds it)
-    feature_groups: tuple[str, ...] = setting((), legacy=[])
+    feature_groups: tuple[str, ...] = setting(DEFAULT_GROUPS, legacy=[])
     baseline_window: int = setting(64, range=Range(2, 100_000))
     fast_window: int = setting(16, range=Range(0, 100_000), legacy=0)
     # the rolling base, the only one before DataConfig.base
     base: Base = setting("realized_vol", legacy="realized_vol")
+    synthetic_market: SyntheticMarket = setting("planted", legacy="garch")
     synthetic_days: int = setting(60, range=Range(1, 10_000))
     synthetic_seed: int = setting(0, range=SEED)
     synthetic_symbols: tuple[str, ...] = ("ES",)
@@ -266,6 +281,10 @@ class DataConfig:
             )
         if self.base not in BASES:
             raise _fail("base", self.base, f"use one of {', '.join(BASES)}")
+        if self.synthetic_market not in SYNTHETIC_MARKETS:
+            raise _fail(
+                "synthetic_market", self.synthetic_market, f"use one of {SYNTHETIC_MARKETS}"
+            )
         windows = self.volatility_windows
         if any(not _is_int(w) or w < 2 for w in windows) or len(set(windows)) != len(windows):
             raise _fail("volatility_windows", windows, "use distinct integers >= 2, e.g. (12, 48)")

@@ -17,6 +17,7 @@ from foxhunt.data.features import FeatureSpec, parse_groups
 from foxhunt.data.features.fitting import constant_inputs, drop_inputs, fit_feature_state
 from foxhunt.data.fit import check_compatible, fit_preprocessor, new_run_calendar, resolve_max_gap
 from foxhunt.data.io import normalize_timestamps, timezone_name
+from foxhunt.data.planted import builtin_market, generate_planted
 from foxhunt.data.preprocess import Preprocessor
 from foxhunt.data.scaling import CategoryEncoder
 from foxhunt.data.series import validated_series
@@ -77,10 +78,17 @@ def load_frame(config: DataConfig) -> pd.DataFrame:
             symbol_column=config.symbol_column,
             bounds=bounds,
         )
-    frame = generate_bars(
-        days=config.synthetic_days, seed=config.synthetic_seed, symbols=config.synthetic_symbols
-    )
-    source = f"synthetic bars ({config.synthetic_days} days, seed {config.synthetic_seed})"
+    if config.synthetic_market == "planted":
+        market = builtin_market(
+            config.synthetic_days, config.synthetic_seed, config.synthetic_symbols
+        )
+        frame = generate_planted(market).frame
+    else:
+        frame = generate_bars(
+            days=config.synthetic_days, seed=config.synthetic_seed, symbols=config.synthetic_symbols
+        )
+    kind = "planted-signal" if config.synthetic_market == "planted" else "synthetic"
+    source = f"{kind} bars ({config.synthetic_days} days, seed {config.synthetic_seed})"
     frame["timestamp"] = normalize_timestamps(
         frame["timestamp"], timezone=config.timezone, column="timestamp", source=source
     )

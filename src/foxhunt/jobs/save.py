@@ -10,7 +10,7 @@ from foxhunt.jobs.fit import Fitted
 from foxhunt.jobs.options import JobResult, JobSetting
 from foxhunt.runs import save_metrics, save_run
 from foxhunt.scoring import Scored
-from foxhunt.task import bp_per_unit
+from foxhunt.task import bp_per_unit, results_table
 
 
 def training_record(built: BuiltRun, fitted: Fitted, seconds: float) -> dict[str, Any]:
@@ -22,6 +22,9 @@ def training_record(built: BuiltRun, fitted: Fitted, seconds: float) -> dict[str
         "best_val_loss": state.best_val_loss,
         "best_val_loss_bp": state.best_val_loss * scale,
         "initial_val_loss": state.initial_val_loss,
+        # no trained epoch replaced the initial weights (training/selection.py): the model
+        # forecasts with its calibrated volatility head, the network as it was initialized
+        "kept_initial": built.config.training.validate_initial and state.best_epoch == -1,
         "steps": state.global_step,
         "skipped_steps": state.skipped_steps,
         "stopped_early": state.stopped_early,
@@ -36,13 +39,14 @@ def save(
 ) -> JobResult:
     """`seconds`: the job's time so far, recorded in metrics.json."""
     metrics = {**scored.metrics, "training": training_record(built, fitted, seconds)}
+    table = results_table(metrics, scored.quantiles)  # now with the gate's verdict
     data, output_dir = built.data, job.output_dir
     save_run(output_dir, model=built.model, config=built.config, preprocessor=data.preprocessor)
     save_metrics(output_dir, metrics)
     return JobResult(
         output_dir,
         metrics,
-        scored.table,
+        table,
         model=built.model,
         model_config=built.config.model,
         data=data,

@@ -19,6 +19,7 @@ from foxhunt.scoring import (
     save_run_baselines,
     score_windows,
     validation_reference,
+    with_planted_oracle,
 )
 from foxhunt.training.finite import check_finite_forecasts
 from foxhunt.training.inference import SelectionAverage
@@ -40,6 +41,7 @@ def score_test(built: BuiltRun, fitted: Fitted, job: JobSetting) -> Scored:
     check_finite_forecasts(pred, "test")  # a NaN model is never saved
     forecasts = WindowForecasts(dataset=data.test, pred=pred, target=target)
     scored = score_windows(forecasts, baselines, data.preprocessor, quantiles)
+    scored = with_planted_oracle(scored, built.config.data, quantiles)
     importance = run_importance(data.preprocessor, selection.means())  # per input and group
     scored = replace(scored, metrics={**scored.metrics, "importance": importance})
     reference = validation_reference(baselines, data, quantiles)

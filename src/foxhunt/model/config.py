@@ -133,6 +133,13 @@ class TFTConfig:
     [B, K], each the log ratio of a faster volatility to the base one): the scale becomes
     batch.scale * exp(w . signal), w learned and starting at 0. Set from the data (1 when
     DataConfig.fast_window is on); 0 for runs saved before the field existed."""
+    log_scale: bool | None = setting(None, legacy=False)
+    """With output="baseline": the network also predicts a log-volatility adjustment s per
+    horizon step, and the scale becomes batch.scale * exp(s): a volatility driver (a volume
+    spike, a scheduled release, a regime) multiplies volatility, which one number per step
+    says and every quantile follows, where the additive correction needs each quantile to
+    learn it apart (docs/forecasting.md, "Training that finds the signal"). It starts at 0.
+    None (the default) = on for output="baseline"; runs saved before it load with False."""
     sort_quantiles: bool = setting(True, legacy=False)
     """Rearrange each forecast's quantiles into increasing order (Chernozhukov, Fernandez-Val
     and Galichon 2010), in training and prediction alike, so they never cross; sorting can
@@ -193,6 +200,12 @@ class TFTConfig:
             raise _fail("learn_spread", self.learn_spread, "must be True or False")
         if self.learn_spread and self.output != "baseline":
             raise _fail("learn_spread", True, 'only applies to output="baseline"; set it there')
+        if self.log_scale is None:
+            object.__setattr__(self, "log_scale", self.output == "baseline")
+        if not isinstance(self.log_scale, bool):
+            raise _fail("log_scale", self.log_scale, "must be True or False")
+        if self.log_scale and self.output != "baseline":
+            raise _fail("log_scale", True, 'only applies to output="baseline"; set it there')
         if not isinstance(self.sort_quantiles, bool):
             raise _fail("sort_quantiles", self.sort_quantiles, "must be True or False")
         _check_int(self.vol_signals, "vol_signals", 0, from_data=True)

@@ -69,7 +69,8 @@ class TemporalFusionTransformer(nn.Module):
         self.fusion_decoder = TemporalFusionDecoder(
             h, cfg.attention_heads, p, d.lookback, d.horizon
         )
-        self.output_head = nn.Linear(h, len(cfg.quantiles))  # eq. 23
+        # eq. 23; with log_scale one more output: the log-volatility adjustment (channel 0)
+        self.output_head = nn.Linear(h, len(cfg.quantiles) + int(bool(cfg.log_scale)))
         self.baseline: BaselineQuantiles | None = None
         if cfg.output == "baseline":  # the head predicts a correction that starts at zero
             nn.init.zeros_(self.output_head.weight)
@@ -104,10 +105,13 @@ class TemporalFusionTransformer(nn.Module):
         # static enrichment, interpretable attention, position-wise feed-forward
         need_weights = return_attention or not self.training
         fused, attention = self.fusion_decoder(temporal, c_enrichment, need_weights)  # [B, H, d]
-        quantiles = self.output_head(fused)  # [B, H, Q]
+        quantiles = self.output_head(fused)  # [B, H, Q] (+1 with log_scale)
         if self.baseline is not None:
             assert batch.scale is not None  # check_batch
-            quantiles = self.baseline(quantiles, batch.scale, batch.vol_signal)
+            log_scale = None
+            if cfg.log_scale:
+                log_scale, quantiles = quantiles[..., 0], quantiles[..., 1:]  # [B, H], [B, H, Q]
+            quantiles = self.baseline(quantiles, batch.scale, batch.vol_signal, log_scale)
         if cfg.sort_quantiles:  # coherent: the q-th forecast never below the p-th, p < q
             quantiles = quantiles.sort(dim=-1).values
         return TFTOutput(

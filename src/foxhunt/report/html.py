@@ -16,9 +16,12 @@ from foxhunt.report.figures import FIGURES
 from foxhunt.runs import REPORT_DIR
 from foxhunt.storage import atomic_write_bytes
 from foxhunt.task import results_table
+from foxhunt.task.scoring import kept_initial
 
 log = logging.getLogger("foxhunt.report")
 
+#: panels that show the network's weights, not its forecasts
+UNTRAINED_PANELS = ("importance", "attention")
 CAPTIONS = {
     "loss": "Training and validation loss per epoch.",
     "forecasts": "Test-split forecasts one bar ahead: the outer quantile band, the median and "
@@ -44,8 +47,14 @@ def png(fig: Figure) -> bytes:
 def render(data: ReportData, images: dict[str, bytes]) -> str:
     metrics = data.metrics
     table = results_table(metrics, data.quantiles) if "test" in metrics else "(no metrics.json)"
+    captions = dict(CAPTIONS)
+    if kept_initial(metrics):  # say whose weights these panels show
+        for name in UNTRAINED_PANELS:
+            captions[name] = (
+                f"Of the untrained network (the gate kept the initial weights). {captions[name]}"
+            )
     sections = "\n".join(
-        f"<h2>{name}</h2><p>{html.escape(CAPTIONS[name])}</p>"
+        f"<h2>{name}</h2><p>{html.escape(captions[name])}</p>"
         f'<img alt="{name}" src="data:image/png;base64,{base64.b64encode(blob).decode()}">'
         for name, blob in images.items()
     )

@@ -15,6 +15,7 @@ from foxhunt.scoring.baselines import (
     save_run_baselines,
 )
 from foxhunt.scoring.importance import rank_importance, run_importance
+from foxhunt.scoring.oracle import with_planted_oracle
 from foxhunt.scoring.score import Scored, WindowForecasts, score_windows, validation_reference
 from foxhunt.scoring.windows import (
     bar_returns,
@@ -39,5 +40,6 @@ __all__ = [
     "score_windows",
     "validation_reference",
     "window_targets",
+    "with_planted_oracle",
     "write_forecasts",
 ]

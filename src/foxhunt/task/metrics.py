@@ -124,9 +124,11 @@ def format_table(
     quantiles: Sequence[float],
     unit: str,
     differences: dict[str, Any] | None = None,
+    references: dict[str, dict[str, Any]] | None = None,
 ) -> str:
     """A fixed-width table with one row per forecaster, best mean loss marked; with
-    `differences` (task/difference.py), the DM p-value against the reference and the MCS."""
+    `differences` (task/difference.py), the DM p-value against the reference and the MCS;
+    `references` (a planted market's oracles) as rows below, never marked best or tested."""
     q_cols = [f"QL@{q:g}" for q in quantiles]
     header = ["model", "mean QL", *q_cols, "q-risk P50", "q-risk P90", "coverage"]
     if differences is not None:
@@ -134,7 +136,7 @@ def format_table(
     scored = [n for n in results if np.isfinite(results[n]["mean_quantile_loss"])]  # not NaN
     best = min(scored, key=lambda name: results[name]["mean_quantile_loss"], default=None)
     rows = []
-    for name, m in results.items():
+    for name, m in {**results, **(references or {})}.items():
         cov = m["coverage"]
         row = [
             name + (" *" if name == best else ""),
@@ -145,7 +147,7 @@ def format_table(
             f"{cov['observed']:.3f}/{cov['nominal']:.2f}",
         ]
         if differences is not None:
-            row += _difference_cells(name, differences)
+            row += _difference_cells(name, differences) if name in results else ["-", "-"]
         rows.append(row)
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in [header, *rows]]

@@ -60,5 +60,37 @@ def score(
 
 
 def results_table(metrics: dict[str, Any], quantiles: tuple[float, ...]) -> str:
+    """The table of `score`'s metrics; with a planted market's oracles (metrics["oracle"],
+    scoring/oracle.py) their rows below and the share of the gap the TFT closed."""
     rows = {"tft": metrics["test"], **metrics["baselines"]}
-    return format_table(rows, quantiles, metrics["unit"], metrics.get("differences"))
+    oracle = metrics.get("oracle")
+    references = oracle["metrics"] if oracle else None
+    table = format_table(rows, quantiles, metrics["unit"], metrics.get("differences"), references)
+    if oracle:
+        table += "\n" + oracle_line(oracle)
+    if kept_initial(metrics):
+        table += "\n" + KEPT_INITIAL
+    return table
+
+
+KEPT_INITIAL = (
+    "the gate kept the initial weights: no trained epoch beat them on validation with the "
+    "required confidence, so the tft row is its calibrated volatility head and the "
+    "network's importances and attention are those of its untrained initialization"
+)
+
+
+def kept_initial(metrics: dict[str, Any]) -> bool:
+    """Did training end with the initial weights (metrics.json's `training.kept_initial`)?"""
+    return bool(metrics.get("training", {}).get("kept_initial"))
+
+
+def oracle_line(oracle: dict[str, Any]) -> str:
+    """One line: the share of the gap between the best baseline and the reachable oracle."""
+    bars = oracle["metrics"]["oracle_bars"]["mean_quantile_loss"]
+    latent = oracle["metrics"]["oracle_latent"]["mean_quantile_loss"]
+    return (
+        f"planted market: the TFT closed {100 * oracle['gap_closed']:.0f}% of the gap between "
+        f"the best baseline ({oracle['best_baseline']}, {oracle['best_baseline_loss']:.4f}) "
+        f"and the oracle from the bars ({bars:.4f}; from the latent state {latent:.4f})"
+    )

@@ -1,0 +1,114 @@
+"""A planted market's oracle beside the forecasters: how much of what was learnable was learned.
+
+When a run's bars came from the planted-signal generator (the built-in bars, or a file with
+its `.planted.json`), its test windows are also forecast by the generator's own conditional
+quantiles (data/planted/oracle.py): from what the bars show (the bound a model can reach) and
+from the latent state (the floor). The table gets both rows, and one line says what share of
+the gap between the best baseline and the reachable oracle the TFT closed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from foxhunt.baselines import BASIS_POINTS
+from foxhunt.data import WindowDataset
+from foxhunt.data.config import DataConfig
+from foxhunt.data.planted import PlantedConfig, builtin_market, generate_planted, oracle_quantiles
+from foxhunt.scoring.score import Scored
+from foxhunt.task import results_table
+from foxhunt.task.metrics import forecast_metrics
+
+ORACLES = {"bars": "oracle_bars", "latent": "oracle_latent"}
+
+
+def planted_oracles(
+    dataset: WindowDataset,
+    config: PlantedConfig,
+    quantiles: Sequence[float],
+    frame: pd.DataFrame | None = None,
+) -> dict[str, np.ndarray]:
+    """{"oracle_bars", "oracle_latent"}: [W, H, Q] in basis points, for `dataset`'s windows.
+    `frame`: the bars as read from the file (None: the generator's own, made again)."""
+    made = generate_planted(config)
+    bars = made.frame if frame is None else frame
+    anchors = dataset.anchors.numpy()
+    anchors_ns = dataset.timestamps[anchors].as_unit("ns").asi8
+    names = np.asarray(dataset.symbols, dtype=object)[dataset.symbol_codes.numpy()[anchors]]
+    high = made.latent["high"].to_numpy().reshape(len(config.symbols), -1).T  # [T, S]
+    out = {}
+    for kind, name in ORACLES.items():
+        forecast = oracle_quantiles(
+            bars,
+            config,
+            horizon=dataset.horizon,
+            quantiles=tuple(quantiles),
+            anchors_ns=np.unique(anchors_ns),
+            kind=kind,  # type: ignore[arg-type]
+            latent_high=high,
+        )
+        out[name] = forecast.lookup(names, anchors_ns) * BASIS_POINTS
+    return out
+
+
+def oracle_summary(
+    metrics: dict[str, Any],
+    oracles: dict[str, np.ndarray],
+    target: np.ndarray,
+    quantiles: Sequence[float],
+) -> dict[str, Any]:
+    """The oracles' metrics on the same windows, and the share of the gap between the best
+    baseline and the reachable oracle that the TFT closed (1 = all of it; < 0 = worse than
+    that baseline)."""
+    levels = tuple(quantiles)
+    rows = {name: forecast_metrics(f, target, levels) for name, f in oracles.items()}
+    available = {
+        name: m["mean_quantile_loss"]
+        for name, m in metrics["baselines"].items()
+        if np.isfinite(m["mean_quantile_loss"])
+    }
+    best = min(available, key=available.__getitem__)
+    tft = metrics["test"]["mean_quantile_loss"]
+    reachable = rows["oracle_bars"]["mean_quantile_loss"]
+    gap = available[best] - reachable
+    closed = (available[best] - tft) / gap if gap > 0 else float("nan")
+    return {
+        "metrics": rows,
+        "best_baseline": best,
+        "best_baseline_loss": available[best],
+        "gap_closed": closed,
+    }
+
+
+def planted_source(data: DataConfig) -> tuple[PlantedConfig, pd.DataFrame | None] | None:
+    """The planted market behind a run's `DataConfig`, and its bars as the file holds them
+    (None: the built-in planted bars, made again); None when the bars are not planted."""
+    from foxhunt.data.planted.files import planted_config_of
+
+    if data.path is None:
+        if data.synthetic_market != "planted":
+            return None
+        return builtin_market(
+            data.synthetic_days, data.synthetic_seed, data.synthetic_symbols
+        ), None
+    config = planted_config_of(data.path)
+    if config is None:
+        return None
+    return config, pd.read_parquet(data.path)
+
+
+def with_planted_oracle(scored: Scored, data: DataConfig, quantiles: Sequence[float]) -> Scored:
+    """`scored` with the oracle rows, when its bars are a planted market's."""
+    source = planted_source(data)
+    if source is None:
+        return scored
+    config, frame = source
+    oracles = planted_oracles(scored.dataset, config, quantiles, frame)
+    summary = oracle_summary(scored.metrics, oracles, scored.target, quantiles)
+    metrics = {**scored.metrics, "oracle": summary}
+    return replace(scored, metrics=metrics, table=results_table(metrics, tuple(quantiles)))
