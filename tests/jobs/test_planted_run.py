@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from helpers import TINY_DATA, tiny_job, tiny_run, tiny_training
 
 from foxhunt.report.html import render
 from foxhunt.task import results_table
 from foxhunt.task.scoring import KEPT_INITIAL
+from helpers import TINY_DATA, tiny_job, tiny_run, tiny_training
 
 
 def test_a_run_on_the_built_in_planted_bars_scores_the_oracle_beside_the_baselines(tmp_path):

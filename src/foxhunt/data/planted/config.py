@@ -80,7 +80,7 @@ class PlantedConfig:
     regime_size: float = setting(2.5, range=Range(1, 10))
     regime_bars: float = setting(400.0, range=Range(2, 1e7))
     regime_volume: float = setting(0.5, range=Range(0, 5))
-    reopen_gap: float = setting(0.5, range=Range(0, 20))
+    reopen_gap: float = setting(0.0, range=Range(0, 20))
 
     def __post_init__(self) -> None:
         check_ranges(self, "PlantedConfig")
