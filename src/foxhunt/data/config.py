@@ -184,7 +184,8 @@ class DataConfig:
             and with several symbols the first one's moves leading the others'), whose
             oracle the run's table shows; "garch" = GARCH bars with no driver beyond past
             returns (data/synthetic.py; runs saved before this field).
-        synthetic_days: trading sessions of synthetic bars when `path` is None (>= 1).
+        synthetic_days: trading sessions of synthetic bars when `path` is None (>= 1); 120
+            by default, since 60 held too few planted events for the network to learn them.
         synthetic_seed: seed of the synthetic bars.
         synthetic_symbols: instruments of the synthetic bars.
     """
@@ -216,7 +217,7 @@ class DataConfig:
     # the rolling base, the only one before DataConfig.base
     base: Base = setting("realized_vol", legacy="realized_vol")
     synthetic_market: SyntheticMarket = setting("planted", legacy="garch")
-    synthetic_days: int = setting(60, range=Range(1, 10_000))
+    synthetic_days: int = setting(120, range=Range(1, 10_000))
     synthetic_seed: int = setting(0, range=SEED)
     synthetic_symbols: tuple[str, ...] = ("ES",)
 
