@@ -170,6 +170,12 @@ class DataConfig:
             whose Gaussian quantiles have the lowest mean quantile loss on the validation
             windows (logged, in metrics.json's `base`), skipping one that cannot be fitted.
             The run saves the base it used; a run saved before this field has "realized_vol".
+        feature_store: a local folder holding prepared inputs on disk (docs/data.md, "Feature
+            store"): the first run with given bars and data settings writes them there (in
+            a folder named by a hash of the bars' content, these settings and the feature
+            code), later runs asking for the same read them back and gather training windows
+            from memory-mapped arrays instead of holding the input matrix. None = prepare in
+            memory every run. fsspec URLs are not supported yet.
         synthetic_days: trading sessions of synthetic bars when `path` is None (>= 1).
         synthetic_seed: seed of the synthetic bars.
         synthetic_symbols: instruments of the synthetic bars.
@@ -201,6 +207,7 @@ class DataConfig:
     fast_window: int = setting(16, range=Range(0, 100_000), legacy=0)
     # the rolling base, the only one before DataConfig.base
     base: Base = setting("realized_vol", legacy="realized_vol")
+    feature_store: str | None = setting(None, legacy=None)
     synthetic_days: int = setting(60, range=Range(1, 10_000))
     synthetic_seed: int = setting(0, range=SEED)
     synthetic_symbols: tuple[str, ...] = ("ES",)
@@ -242,6 +249,7 @@ class DataConfig:
         if self.cross_breaks and self.calendar == "none":
             raise _fail("cross_breaks", True, "needs a calendar: set calendar (--calendar NAME)")
         self._check_windows()
+        self._check_store()
         check_ranges(self, "DataConfig")  # the upper bounds the checks leave
 
     def _check_windows(self) -> None:
@@ -270,6 +278,19 @@ class DataConfig:
         if any(not _is_int(w) or w < 2 for w in windows) or len(set(windows)) != len(windows):
             raise _fail("volatility_windows", windows, "use distinct integers >= 2, e.g. (12, 48)")
         parse_groups(self.feature_groups)  # ConfigError naming the field and the entry
+
+    def _check_store(self) -> None:
+        store = self.feature_store
+        if store is None:
+            return
+        if isinstance(store, Path):
+            object.__setattr__(self, "feature_store", store := str(store))
+        if not isinstance(store, str) or not store.strip():
+            raise _fail("feature_store", store, "give a folder path, or None to prepare in memory")
+        if "://" in store:
+            raise _fail(
+                "feature_store", store, "fsspec URLs are not supported yet; give a local folder"
+            )
 
     def _check_names(self) -> None:
         if self.timezone is not None:
