@@ -78,3 +78,15 @@ def test_a_matrix_too_large_for_memory_stops_before_it_is_allocated(
     assert str(bars_file) in line and "0.0 GB is available" in line
     assert "--feature-store DIR" in line
     assert not (tmp_path / "run" / "model.safetensors").exists()
+
+
+def test_a_run_resumes_with_or_without_the_store() -> None:
+    from foxhunt.data import DataConfig
+    from foxhunt.training.checkpoint_checks import config_differences
+
+    before = DataConfig().to_dict()
+    del before["feature_store"]  # a run from before the setting
+    stored = DataConfig(feature_store="/s").to_dict()
+    assert config_differences({"data": before}, {"data": stored}) == []
+    other = DataConfig(feature_store="/s", lookback=12).to_dict()
+    assert config_differences({"data": before}, {"data": other}) != []
