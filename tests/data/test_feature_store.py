@@ -4,10 +4,12 @@ the same bars and settings, never trusted half-written, one line when it cannot 
 import dataclasses
 import errno
 import json
+import logging
 import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -59,6 +61,11 @@ def assert_same_windows(memory: PreparedData, stored: PreparedData) -> None:
 
 def entries(store: Path) -> list[Path]:
     return sorted(p for p in store.iterdir() if not p.name.startswith("."))
+
+
+def left(store: Path) -> list[Path]:
+    """All `store` holds but the writers' lock files (empty, kept: see staged.writer_lock)."""
+    return sorted(p for p in store.iterdir() if not p.name.startswith(staged.LOCK))
 
 
 def manifest_files(entry: Path) -> dict[str, object]:
@@ -134,7 +141,7 @@ def test_an_interrupted_preparation_is_never_read_and_the_rerun_is_identical(
         patch.setattr(staged.ArrayWriter, "append", fail_midway)
         with pytest.raises(KeyboardInterrupt):
             prepare_data(config(store))
-    assert list(store.iterdir()) == []  # nothing complete, nothing staged left
+    assert left(store) == []  # nothing complete, nothing staged left
     prepare_data(config(store))
     (entry,) = entries(store)
     assert entry.name == straight.name
@@ -165,13 +172,65 @@ def test_a_kill_9_then_a_rerun_gives_the_same_store(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(Path(foxhunt.__file__).parents[1])}
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True)
     assert done.returncode == -signal.SIGKILL, done.stderr.decode()[-2000:]
-    (left,) = store.iterdir()
-    assert left.name.startswith(".staging-")  # half-written, under its staging name
-    assert (left / "inputs.npy").exists() and not (left / "manifest.json").exists()
+    (staging,) = left(store)
+    assert staging.name.startswith(".staging-")  # half-written, under its staging name
+    assert (staging / "inputs.npy").exists() and not (staging / "manifest.json").exists()
     prepare_data(config(store))
-    (entry,) = store.iterdir()  # the dead writer's staging is gone
+    (entry,) = left(store)  # the dead writer's staging is gone
     assert entry.name == straight.name
     assert manifest_files(entry) == manifest_files(straight)
+
+
+SLOW_WRITER = """
+import sys, time
+from pathlib import Path
+from foxhunt.data import DataConfig, prepare_data
+from foxhunt.storage import staged
+append, signals = staged.ArrayWriter.append, Path(sys.argv[1])
+def held(self, block):
+    if not (signals / "writing").exists():
+        (signals / "writing").touch()  # the lock is held: the test's own run may start
+        while not (signals / "go").exists():
+            time.sleep(0.05)
+    append(self, block)
+staged.ArrayWriter.append = held
+prepare_data(DataConfig(**{CONFIG}))
+"""
+
+
+def test_a_run_waits_for_another_writing_the_same_entry_then_reuses_it(
+    tmp_path: Path, data_log: pytest.LogCaptureFixture
+) -> None:
+    store, signals = tmp_path / "store", tmp_path / "signals"
+    signals.mkdir()
+    data_log.set_level(logging.INFO, logger="foxhunt.storage")  # says it waits
+    fields = {k: v for k, v in config(store).to_dict().items() if v is not None}
+    env = {**os.environ, "PYTHONPATH": str(Path(foxhunt.__file__).parents[1])}
+    script = SLOW_WRITER.replace("{CONFIG}", repr(fields))
+    writer = subprocess.Popen([sys.executable, "-c", script, str(signals)], env=env)
+    try:
+        for _ in range(1200):  # the writer holds the lock once it writes
+            if (signals / "writing").exists() or writer.poll() is not None:
+                break
+            threading.Event().wait(0.05)
+        assert (signals / "writing").exists(), "the writer never started writing"
+        done: list[PreparedData] = []
+        waiter = threading.Thread(target=lambda: done.append(prepare_data(config(store))))
+        waiter.start()
+        for _ in range(1200):  # released only once this run is seen waiting
+            if "waiting for another process writing" in data_log.text:
+                break
+            threading.Event().wait(0.05)
+        (signals / "go").touch()
+        waiter.join()
+        assert writer.wait() == 0
+    finally:
+        (signals / "go").touch()
+        writer.kill()
+    assert "waiting for another process writing" in data_log.text
+    assert "feature store: reusing" in data_log.text
+    assert "feature store: writing" not in data_log.text  # prepared once, by the other
+    assert len(done) == 1 and len(entries(store)) == 1 and len(left(store)) == 1
 
 
 def test_a_damaged_entry_is_prepared_again(
@@ -213,7 +272,7 @@ def test_a_full_or_read_only_store_is_one_line_naming_it(
     assert message.startswith(f"{tmp_path / 'store'}: ") and "\n" not in message
     assert ("no space left" if errno_ == errno.ENOSPC else "cannot write") in message
     assert "--feature-store" in message
-    assert [p for p in (tmp_path / "store").iterdir()] == []
+    assert left(tmp_path / "store") == []
 
 
 def test_a_store_under_a_file_is_refused_before_preparing(tmp_path: Path) -> None:

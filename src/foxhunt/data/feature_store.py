@@ -38,7 +38,7 @@ from foxhunt.data.preprocess import Preprocessor
 from foxhunt.data.store_key import key_material, store_key
 from foxhunt.data.summary import DataSummary
 from foxhunt.data.windows import SPLITS
-from foxhunt.storage.staged import Staging, StoreError, open_complete, staging
+from foxhunt.storage.staged import Staging, StoreError, open_complete, staging, writer_lock
 
 log = logging.getLogger("foxhunt.data")
 
@@ -58,15 +58,29 @@ def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None
     material = key_material(config, preprocessor)
     key = store_key(material)
     manifest = open_complete(root, key)
-    if manifest is not None:
-        meta = manifest["metadata"]
-        log.info(
-            "feature store: reusing %s (%d rows, %.0f MB)",
-            root / key,
-            meta["rows"],
-            meta["bytes"] / 1e6,
-        )
-        return read_entry(root / key, meta)
+    if manifest is None:  # another process may be writing it: wait for it, then look again
+        with writer_lock(root, key, hint=HINT):
+            manifest = open_complete(root, key)
+            if manifest is None:
+                return _write(root, key, config, preprocessor, material)
+    meta = manifest["metadata"]
+    log.info(
+        "feature store: reusing %s (%d rows, %.0f MB)",
+        root / key,
+        meta["rows"],
+        meta["bytes"] / 1e6,
+    )
+    return read_entry(root / key, meta)
+
+
+def _write(
+    root: Path,
+    key: str,
+    config: DataConfig,
+    preprocessor: Preprocessor | None,
+    material: dict[str, Any],
+) -> PreparedData:
+    """Prepare in memory, write `ROOT/KEY`, free the matrix and read the entry back."""
     start = time.perf_counter()
     log.info("feature store: writing %s", root / key)
     with staging(root, key, hint=HINT) as stage:  # unwritable: one line, before preparing

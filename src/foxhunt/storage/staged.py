@@ -4,6 +4,8 @@ size and SHA-256 in a manifest written last, then renamed into place (the featur
 A reader finds `ROOT/KEY` only after the rename, and trusts it only when every file matches
 its manifest; a damaged one is removed (the caller rebuilds it). A killed writer leaves
 `ROOT/.staging-KEY-HOST-PID`, which the next writer on that host removes once PID is gone.
+One process writes a key at a time (`writer_lock`, an OS lock the OS releases when its holder
+dies): others asking for it meanwhile (DDP ranks, a second run) wait, then read it.
 Arrays are written as .npy in row blocks (`ArrayWriter`), hashed as they go, so a writer
 never holds more than one block beside what it writes from.
 """
@@ -28,10 +30,16 @@ import numpy as np
 from foxhunt.errors import FoxhuntError
 from foxhunt.storage.atomic import PLACE_ERRORS, fsync_dir
 
+try:
+    import fcntl
+except ImportError:  # Windows: no lock, concurrent writers each write and the first rename wins
+    fcntl = None  # type: ignore[assignment]
+
 log = logging.getLogger("foxhunt.storage")
 
 MANIFEST = "manifest.json"
 STAGING = ".staging-"
+LOCK = ".lock-"
 FULL_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 HASH_CHUNK = 1 << 24
 
@@ -160,6 +168,28 @@ def staging(root: Path, key: str, *, hint: str) -> Iterator[Staging]:
     except BaseException:
         shutil.rmtree(stage.path, ignore_errors=True)
         raise
+
+
+@contextmanager
+def writer_lock(root: Path, key: str, *, hint: str) -> Iterator[None]:
+    """Hold `ROOT/.lock-KEY` (fcntl.flock) while the block runs; log once, then wait, while
+    another process holds it. The lock file stays (removing it would race a waiter)."""
+    handle = None
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        handle = open(root / f"{LOCK}{key}", "a")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise store_error(root, exc, hint) from None
+    try:
+        if fcntl is not None:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                log.info("store: waiting for another process writing %s", root / key)
+                fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        handle.close()  # releases the lock
 
 
 def clean_stale(root: Path) -> None:
