@@ -6,6 +6,7 @@ import errno
 import json
 import logging
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -83,6 +84,18 @@ def test_stored_windows_equal_the_in_memory_ones_bit_for_bit(
         assert isinstance(stored.train.past_values, np.memmap)  # read from disk, not held
         assert not stored.train.past_values.flags.writeable
         assert_same_windows(memory, stored)
+
+
+def test_a_pickled_stored_dataset_maps_the_file_again(tmp_path: Path) -> None:
+    stored = prepare_data(config(tmp_path)).train
+    inputs = stored.past_values
+    assert isinstance(inputs, np.memmap)
+    copy = pickle.loads(pickle.dumps(stored))  # what a spawned DataLoader worker gets
+    assert isinstance(copy.past_values, np.memmap) and copy.past_values.filename == inputs.filename
+    assert len(pickle.dumps(stored)) < inputs.nbytes / 4  # the matrix is not in the pickle
+    everything = list(range(len(stored)))
+    a, b = stored.__getitems__(everything), copy.__getitems__(everything)
+    assert torch.equal(a.past, b.past) and torch.equal(a.future, b.future)
 
 
 def test_a_second_run_reuses_the_store(

@@ -97,6 +97,24 @@ class WindowDataset(Dataset[TFTBatch]):
         self._past_offsets = torch.arange(-lookback + 1, 1)
         self._future_offsets = torch.arange(1, horizon + 1)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A feature store's memory map travels as its file (a DataLoader worker started by
+        spawn or forkserver maps it again): pickled, a numpy memmap would copy the matrix."""
+        state = dict(self.__dict__)
+        values = self.past_values
+        if isinstance(values, np.memmap) and values.filename is not None:
+            known = self.future_values.shape[1]
+            state["past_values"] = ("memmap", values.filename, values.offset, values.shape, known)
+            state["future_values"] = values.dtype.str
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if isinstance(state["past_values"], tuple):
+            _, filename, offset, shape, known = state["past_values"]
+            values = np.memmap(filename, state["future_values"], "r", offset, tuple(shape))
+            state["past_values"], state["future_values"] = values, values[:, shape[1] - known :]
+        self.__dict__.update(state)
+
     def with_baseline(self, rows: BaselineRows) -> WindowDataset:
         """These windows with another base volatility behind their scale; the inputs (already
         scaled, perhaps in place over the encoded bars) are shared, not rebuilt."""
