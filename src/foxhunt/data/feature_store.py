@@ -166,23 +166,25 @@ def read_entry(path: Path, meta: dict[str, Any]) -> PreparedData:
     utc = np.load(path / "times.npy").astype(f"datetime64[{clock['unit']}]")
     times = pd.DatetimeIndex(utc, name=clock["name"]).tz_localize("UTC").tz_convert(clock["tz"])
     inputs = np.load(path / "inputs.npy", mmap_mode="r")
-    codes, volatility = _vector(path, "symbol_codes"), _vector(path, "volatility")
+    vectors = {n: _vector(path, n) for n in ("targets", "volatility", "profile", "signal")}
+    codes = _vector(path, "symbol_codes")
     assert codes is not None
-    sets = {
+    static = pre.static_values()
+    sets = {  # one set of storage shared by the splits, as in memory
         name: WindowDataset(
             past_values=inputs,
             num_observed=meta["num_observed"],
-            target_values=_vector(path, "targets"),
+            target_values=vectors["targets"],
             symbol_codes=codes,
             anchors=torch.from_numpy(np.load(path / f"anchors-{name}.npy")),
             lookback=meta["lookback"],
             horizon=meta["horizon"],
             timestamps=times,
             symbols=pre.symbols.categories,
-            base_volatility=volatility,
-            profile=_vector(path, "profile"),
-            vol_signal=_vector(path, "signal"),
-            static_values=pre.static_values(),
+            base_volatility=vectors["volatility"],
+            profile=vectors["profile"],
+            vol_signal=vectors["signal"],
+            static_values=static,
         )
         for name in SPLITS
     }

@@ -3,7 +3,6 @@ preprocessing out, all in memory (`feature_store.prepare_data` may read them fro
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -35,8 +34,6 @@ from foxhunt.data.windows import (
     split_cuts,
 )
 from foxhunt.errors import DataError
-
-log = logging.getLogger("foxhunt.data")
 
 
 @dataclass(frozen=True)

@@ -239,6 +239,8 @@ def _check(path: Path, key: str) -> str | None:
         files = manifest["files"]
         if manifest.get("key") != key or not isinstance(files, dict):
             return f"{MANIFEST} names another key or no files"
+        if not isinstance(manifest.get("metadata"), dict):
+            return f"{MANIFEST} has no metadata"
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return f"{MANIFEST}: {exc}"
     for name, meta in files.items():
