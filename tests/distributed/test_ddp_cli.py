@@ -80,3 +80,31 @@ def test_only_rank_0_logs_to_tensorboard(tmp_path: Path) -> None:
     events = accumulator.EventAccumulator(str(out / "tensorboard"))
     events.Reload()
     assert len(events.Scalars("epoch/val_loss")) == 2
+
+
+def test_ddp_ranks_share_one_feature_store_and_train_as_in_memory(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    runs = [  # in memory, then the store written (one rank writes, the other waits), then reused
+        cli_args("--epochs", "1", "--output-dir", str(tmp_path / "memory")),
+        cli_args(
+            "--epochs", "1", "--output-dir", str(tmp_path / "first"), "--feature-store", str(store)
+        ),
+        cli_args(
+            "--epochs", "1", "--output-dir", str(tmp_path / "second"), "--feature-store", str(store)
+        ),
+    ]
+    with reserved_ports(len(runs)) as ports:
+        outcome = launch(
+            cli_worker,
+            tmp_path / "logs",
+            runs=runs,
+            ports=ports,
+            timeout_s=300,  # three runs
+        )
+    assert outcome.exitcodes == [0, 0], outcome.report()
+    assert len([p for p in store.iterdir() if not p.name.startswith(".")]) == 1
+    assert not [p for p in store.iterdir() if p.name.startswith(".staging-")]
+    expected = load_file(tmp_path / "memory" / "model.safetensors")
+    for run in ("first", "second"):
+        weights = load_file(tmp_path / run / "model.safetensors")
+        assert all(bool((weights[k] == expected[k]).all()) for k in expected), run

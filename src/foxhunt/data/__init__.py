@@ -10,10 +10,12 @@ from foxhunt.lazy import lazy_exports
 if TYPE_CHECKING:
     from foxhunt.data.dataset import WindowDataset, collate_windows, make_loader
     from foxhunt.data.encoded import FeatureSchema
+    from foxhunt.data.feature_store import prepare_data
     from foxhunt.data.io import read_bars
     from foxhunt.data.latest import LatestWindows, latest_windows
-    from foxhunt.data.pipeline import DataSummary, PreparedData, prepare_data
+    from foxhunt.data.pipeline import PreparedData
     from foxhunt.data.preprocess import Preprocessor
+    from foxhunt.data.summary import DataSummary
     from foxhunt.data.synthetic import generate_bars
     from foxhunt.data.validate import validate_bars
 
@@ -42,7 +44,9 @@ _LAZY = {
     "read_bars": "foxhunt.data.io",
     "LatestWindows": "foxhunt.data.latest",
     "latest_windows": "foxhunt.data.latest",
-    **dict.fromkeys(("DataSummary", "PreparedData", "prepare_data"), "foxhunt.data.pipeline"),
+    "DataSummary": "foxhunt.data.summary",
+    "PreparedData": "foxhunt.data.pipeline",
+    "prepare_data": "foxhunt.data.feature_store",
     "Preprocessor": "foxhunt.data.preprocess",
     "generate_bars": "foxhunt.data.synthetic",
     "validate_bars": "foxhunt.data.validate",

@@ -178,6 +178,12 @@ class DataConfig:
             whose Gaussian quantiles have the lowest mean quantile loss on the validation
             windows (logged, in metrics.json's `base`), skipping one that cannot be fitted.
             The run saves the base it used; a run saved before this field has "realized_vol".
+        feature_store: a local folder holding prepared inputs on disk (docs/data.md, "Feature
+            store"): the first run with given bars and data settings writes them there (in
+            a folder named by a hash of the bars' content, these settings and the feature
+            code), later runs asking for the same read them back and gather training windows
+            from memory-mapped arrays instead of holding the input matrix. None = prepare in
+            memory every run. fsspec URLs are not supported yet.
         synthetic_market: the built-in bars when `path` is None: "planted" = a planted-signal
             market (data/planted/: volume spikes that lead volatility, a scheduled release on
             Tuesdays and Thursdays at 10:00, a hidden volatility regime that shifts volume,
@@ -216,6 +222,7 @@ class DataConfig:
     fast_window: int = setting(16, range=Range(0, 100_000), legacy=0)
     # the rolling base, the only one before DataConfig.base
     base: Base = setting("realized_vol", legacy="realized_vol")
+    feature_store: str | None = setting(None, legacy=None)
     synthetic_market: SyntheticMarket = setting("planted", legacy="garch")
     synthetic_days: int = setting(120, range=Range(1, 10_000))
     synthetic_seed: int = setting(0, range=SEED)
@@ -258,6 +265,7 @@ class DataConfig:
         if self.cross_breaks and self.calendar == "none":
             raise _fail("cross_breaks", True, "needs a calendar: set calendar (--calendar NAME)")
         self._check_windows()
+        self._check_store()
         check_ranges(self, "DataConfig")  # the upper bounds the checks leave
 
     def _check_windows(self) -> None:
@@ -290,6 +298,19 @@ class DataConfig:
         if any(not _is_int(w) or w < 2 for w in windows) or len(set(windows)) != len(windows):
             raise _fail("volatility_windows", windows, "use distinct integers >= 2, e.g. (12, 48)")
         parse_groups(self.feature_groups)  # ConfigError naming the field and the entry
+
+    def _check_store(self) -> None:
+        store = self.feature_store
+        if store is None:
+            return
+        if isinstance(store, Path):
+            object.__setattr__(self, "feature_store", store := str(store))
+        if not isinstance(store, str) or not store.strip():
+            raise _fail("feature_store", store, "give a folder path, or None to prepare in memory")
+        if "://" in store:
+            raise _fail(
+                "feature_store", store, "fsspec URLs are not supported yet; give a local folder"
+            )
 
     def _check_names(self) -> None:
         if self.timezone is not None:

@@ -34,6 +34,14 @@ def baseline_tensors(rows: BaselineRows) -> tuple[Tensor, Tensor, Tensor | None]
     )
 
 
+def gather_rows(values: Tensor | np.ndarray, rows: Tensor) -> Tensor:
+    """values[rows]: `index_select` on a tensor; on a numpy array (a feature store's
+    read-only memory map) a numpy gather of just those rows, wrapped without a copy."""
+    if isinstance(values, Tensor):
+        return values.index_select(0, rows)
+    return torch.from_numpy(np.asarray(np.take(values, rows.numpy(), axis=0)))
+
+
 class WindowDataset(Dataset[TFTBatch]):
     """All valid windows of one split, indexed into tensors shared by every split.
 
@@ -46,7 +54,9 @@ class WindowDataset(Dataset[TFTBatch]):
         profile       [N] float32     intraday relative volatility of each bar
         vol_signal    [N] float32     log(fast / base volatility) at each bar (None: none)
         static_values [S, K] float32  static inputs of each symbol code (None: none)
-    and `anchors` [W] int64, the row of the last observed bar of each window. Window i is
+    and `anchors` [W] int64, the row of the last observed bar of each window. `past_values`
+    may instead be a read-only numpy [N, P] array, a feature store's memory map
+    (data/feature_store.py): only the rows of each batch are then read, by `gather_rows`. Window i is
     rows anchors[i]-L+1 .. anchors[i] (past) and anchors[i]+1 .. anchors[i]+H (future,
     target); nothing is copied per window. The baseline's standard deviation of each target
     is `scale` = base_volatility[anchor] * profile[anchor + h], in scaled target units.
@@ -55,7 +65,7 @@ class WindowDataset(Dataset[TFTBatch]):
     def __init__(
         self,
         *,
-        past_values: Tensor,
+        past_values: Tensor | np.ndarray,
         num_observed: int,
         target_values: Tensor | None,
         symbol_codes: Tensor,
@@ -87,6 +97,24 @@ class WindowDataset(Dataset[TFTBatch]):
         self._past_offsets = torch.arange(-lookback + 1, 1)
         self._future_offsets = torch.arange(1, horizon + 1)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A feature store's memory map travels as its file (a DataLoader worker started by
+        spawn or forkserver maps it again): pickled, a numpy memmap would copy the matrix."""
+        state = dict(self.__dict__)
+        values = self.past_values
+        if isinstance(values, np.memmap) and values.filename is not None:
+            known = self.future_values.shape[1]
+            state["past_values"] = ("memmap", values.filename, values.offset, values.shape, known)
+            state["future_values"] = values.dtype.str
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if isinstance(state["past_values"], tuple):
+            _, filename, offset, shape, known = state["past_values"]
+            values = np.memmap(filename, state["future_values"], "r", offset, tuple(shape))
+            state["past_values"], state["future_values"] = values, values[:, shape[1] - known :]
+        self.__dict__.update(state)
+
     def with_baseline(self, rows: BaselineRows) -> WindowDataset:
         """These windows with another base volatility behind their scale; the inputs (already
         scaled, perhaps in place over the encoded bars) are shared, not rebuilt."""
@@ -110,8 +138,8 @@ class WindowDataset(Dataset[TFTBatch]):
         # index_select on flat row lists: the cheapest gather torch has for this on CPU
         past_rows = (anchor[:, None] + self._past_offsets).view(-1)  # [B*L]
         future_rows = (anchor[:, None] + self._future_offsets).view(-1)  # [B*H]
-        past = self.past_values.index_select(0, past_rows).view(batch, lookback, -1)
-        future = self.future_values.index_select(0, future_rows).view(batch, horizon, -1)
+        past = gather_rows(self.past_values, past_rows).view(batch, lookback, -1)
+        future = self._future_rows(future_rows).view(batch, horizon, -1)
         target = None
         if self.target_values is not None:
             target = self.target_values.index_select(0, future_rows).view(batch, horizon)
@@ -136,6 +164,23 @@ class WindowDataset(Dataset[TFTBatch]):
             scale=scale,  # [B, H]
             vol_signal=signal,  # [B, 1]
         )
+
+    def _future_rows(self, rows: Tensor) -> Tensor:
+        """[R, F] the known inputs of `rows`. From a memory map whole rows are read and then
+        sliced: numpy's gather of a column slice (a strided view) is tens of times slower."""
+        if isinstance(self.past_values, Tensor):
+            return gather_rows(self.future_values, rows)
+        known = self.future_values.shape[1]
+        return gather_rows(self.past_values, rows)[
+            :, self.past_values.shape[1] - known :
+        ].contiguous()
+
+    def input_column(self, column: int) -> np.ndarray:
+        """[N] input `column` of every row, a copy (read through a store's memory map)."""
+        values = self.past_values
+        if isinstance(values, Tensor):
+            return values[:, column].numpy().copy()
+        return np.array(values[:, column])
 
     def timestamps_for(self, anchor: int) -> pd.DatetimeIndex:
         """Times of the H bars forecast from anchor row `anchor` (rows anchor+1 .. anchor+H)."""

@@ -1,8 +1,8 @@
-"""`prepare_data`: bars in; train/validation/test windows, schema and fitted preprocessing out."""
+"""`prepare_in_memory`: bars in; train/validation/test windows, schema and fitted
+preprocessing out, all in memory (`feature_store.prepare_data` may read them from disk)."""
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -16,12 +16,14 @@ from foxhunt.data.encoded import EncodedFrame, FeatureSchema
 from foxhunt.data.features import FeatureSpec, parse_groups
 from foxhunt.data.features.fitting import constant_inputs, drop_inputs, fit_feature_state
 from foxhunt.data.fit import check_compatible, fit_preprocessor, new_run_calendar, resolve_max_gap
+from foxhunt.data.footprint import check_matrix_fits
 from foxhunt.data.io import normalize_timestamps, timezone_name
 from foxhunt.data.planted import builtin_market, generate_planted
 from foxhunt.data.preprocess import Preprocessor
 from foxhunt.data.scaling import CategoryEncoder
 from foxhunt.data.series import validated_series
 from foxhunt.data.sources import apply_filter, read_source, row_filter
+from foxhunt.data.summary import DataSummary
 from foxhunt.data.synthetic import generate_bars
 from foxhunt.data.timesplit import time_split_codes
 from foxhunt.data.windows import (
@@ -33,25 +35,6 @@ from foxhunt.data.windows import (
     split_cuts,
 )
 from foxhunt.errors import DataError
-
-log = logging.getLogger("foxhunt.data")
-
-
-@dataclass(frozen=True)
-class DataSummary:
-    """Counts for logs and reports."""
-
-    source: str
-    rows: int
-    symbols: tuple[str, ...]
-    bar_spacing: pd.Timedelta
-    max_gap: pd.Timedelta | None
-    gaps: int  # gaps longer than max_gap between consecutive bars of a symbol
-    windows: dict[str, int]  # per split
-    dropped_for_gaps: int  # windows that would be valid if gaps were ignored
-    validation_start: pd.Timestamp | None
-    test_start: pd.Timestamp | None
-    purged: int = 0  # train/validation windows whose targets would reach into the next split
 
 
 @dataclass(frozen=True)
@@ -129,6 +112,7 @@ def _encode_new_run(
     )
     timezone = timezone_name(frame["timestamp"].dt.tz)
     spec = replace(spec, calendar=new_run_calendar(config, frame, source))
+    check_matrix_fits(len(frame), spec, source=source, store=config.feature_store)
     encoder = CategoryEncoder.fit("symbol", frame["symbol"].unique())
     codes = encoder.encode(frame["symbol"].to_numpy(), source=source)
     series = np.cumsum(contract_series_starts(codes, frame, contracts)) - 1
@@ -183,6 +167,7 @@ def _encode(
     min_rows = config.lookback + config.horizon
     if preprocessor is not None:
         check_compatible(preprocessor, config, spec)
+        check_matrix_fits(len(frame), preprocessor.spec, source=source, store=config.feature_store)
         return _Encoded(
             encoded=preprocessor.encode(frame, min_rows=min_rows),
             spec=preprocessor.spec,
@@ -202,8 +187,11 @@ def _encode(
     )
 
 
-def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None) -> PreparedData:
-    """Read (or synthesize) bars, split them in time, fit scalers on train, index windows.
+def prepare_in_memory(
+    config: DataConfig, *, preprocessor: Preprocessor | None = None
+) -> PreparedData:
+    """Read (or synthesize) bars, split them in time, fit scalers on train, index windows,
+    all in memory (`foxhunt.data.prepare_data` goes through a feature store when configured).
 
     With `preprocessor` (a resumed run) its scalers, symbol codes, timezone and max gap are
     reused rather than fitted, so the inputs are exactly those the saved model was trained on.
@@ -277,18 +265,7 @@ def _summary(
         validation_start=_cut_time(cuts[0], preprocessor.timezone),
         test_start=_cut_time(cuts[1], preprocessor.timezone),
     )
-    log.info(
-        "data: %s: %d rows, %d symbols, bar spacing %s, %d gaps over %s, windows "
-        "train/validation/test %d/%d/%d (%d dropped at gaps)",
-        source,
-        summary.rows,
-        len(summary.symbols),
-        summary.bar_spacing,
-        summary.gaps,
-        summary.max_gap,
-        *summary.windows.values(),
-        summary.dropped_for_gaps,
-    )
+    summary.log()
     return summary
 
 

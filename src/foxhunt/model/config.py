@@ -194,18 +194,8 @@ class TFTConfig:
         self._check_checkpointing()
         if self.output not in OUTPUTS:
             raise _fail("output", self.output, f"use one of {OUTPUTS}")
-        if self.learn_spread is None:
-            object.__setattr__(self, "learn_spread", self.output == "baseline")
-        if not isinstance(self.learn_spread, bool):
-            raise _fail("learn_spread", self.learn_spread, "must be True or False")
-        if self.learn_spread and self.output != "baseline":
-            raise _fail("learn_spread", True, 'only applies to output="baseline"; set it there')
-        if self.log_scale is None:
-            object.__setattr__(self, "log_scale", self.output == "baseline")
-        if not isinstance(self.log_scale, bool):
-            raise _fail("log_scale", self.log_scale, "must be True or False")
-        if self.log_scale and self.output != "baseline":
-            raise _fail("log_scale", True, 'only applies to output="baseline"; set it there')
+        for name in ("learn_spread", "log_scale"):  # parts of the "baseline" output
+            self._check_baseline_switch(name)
         if not isinstance(self.sort_quantiles, bool):
             raise _fail("sort_quantiles", self.sort_quantiles, "must be True or False")
         _check_int(self.vol_signals, "vol_signals", 0, from_data=True)
@@ -214,6 +204,16 @@ class TFTConfig:
         if self.vol_signals and self.output != "baseline":
             raise _fail("vol_signals", self.vol_signals, 'only applies to output="baseline"')
         check_ranges(self, "TFTConfig")  # the upper bounds the checks above leave
+
+    def _check_baseline_switch(self, name: str) -> None:
+        """A switch of the "baseline" output: None = on with it; refused on "direct"."""
+        if getattr(self, name) is None:
+            object.__setattr__(self, name, self.output == "baseline")
+        value = getattr(self, name)
+        if not isinstance(value, bool):
+            raise _fail(name, value, "must be True or False")
+        if value and self.output != "baseline":
+            raise _fail(name, True, 'only applies to output="baseline"; set it there')
 
     def _check_quantiles(self) -> None:
         qs = self.quantiles

@@ -17,7 +17,7 @@ def log_range_bp(dataset: WindowDataset, preprocessor: Preprocessor) -> np.ndarr
     if RANGE_INPUT not in scaler.names:
         return None
     column = scaler.names.index(RANGE_INPUT)
-    scaled = dataset.past_values[:, column].numpy().astype(np.float64)
+    scaled = dataset.input_column(column).astype(np.float64)
     mean, std = scaler.mean[..., column], scaler.std[..., column]
     if np.ndim(mean) == 1:  # one set of statistics per symbol
         codes = dataset.symbol_codes.numpy()

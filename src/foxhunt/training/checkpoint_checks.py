@@ -17,6 +17,8 @@ from foxhunt.errors import FoxhuntError
 RESUMABLE_CHANGES = frozenset(
     {"training.epochs", "training.patience", "training.device", "training.num_workers"}
     | {"training.eval_batch_size", "training.threads"}
+    # where prepared inputs are kept: the windows are the same bit for bit
+    | {"data.feature_store"}
 )
 
 

@@ -1,0 +1,217 @@
+"""`prepare_data`: the prepared windows of a run, from a feature store on disk when
+`DataConfig.feature_store` names one (docs/data.md, "Feature store"), else in memory.
+
+A store entry, `STORE/KEY` (`data/store_key.py`: the bars' content, the data settings, the
+feature code), holds every array a `WindowDataset` reads, one row per bar (rows sorted by
+symbol then time; each symbol's row range is in the manifest), as .npy files:
+
+    inputs.npy        [N, P] float32  scaled inputs, written per symbol in row blocks
+    targets.npy, symbol_codes.npy, times.npy, volatility.npy, profile.npy, signal.npy [N]
+    returns.npy, series_codes.npy [N]  what a base other than the rolling one reads
+    anchors-{train,validation,test}.npy   each split's windows
+    preprocessor.json, summary.json, key.json
+
+written under a staging name with a checksummed manifest and renamed when complete
+(`storage/staged.py`). The first run prepares in memory, writes the entry, frees its matrix
+and reads the entry back like every later run: training gathers each batch's rows from the
+memory-mapped inputs, bit for bit the values the in-memory path holds.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from foxhunt.data.config import DataConfig
+from foxhunt.data.dataset import WindowDataset
+from foxhunt.data.encoded import EncodedFrame
+from foxhunt.data.features import Features
+from foxhunt.data.pipeline import PreparedData, prepare_in_memory
+from foxhunt.data.preprocess import Preprocessor
+from foxhunt.data.store_key import key_material, store_key
+from foxhunt.data.summary import DataSummary
+from foxhunt.data.windows import SPLITS
+from foxhunt.storage.staged import Staging, StoreError, open_complete, staging, writer_lock
+
+log = logging.getLogger("foxhunt.data")
+
+HINT = "choose another folder with --feature-store, or free space there"
+BLOCK_ROWS = 1 << 16  # rows of the input matrix written at a time
+
+
+def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None) -> PreparedData:
+    """Bars in; train/validation/test windows, schema and fitted preprocessing out (see
+    `prepare_in_memory`), through the feature store when the config names one. With
+    `preprocessor` (a resumed run) its fitted state scales the inputs, as in memory."""
+    if config.feature_store is None:
+        return prepare_in_memory(config, preprocessor=preprocessor)
+    root = Path(config.feature_store).expanduser()
+    if root.exists() and not root.is_dir():
+        raise StoreError(f"{root}: the feature store is a file, not a folder; {HINT}")
+    material = key_material(config, preprocessor)
+    key = store_key(material)
+    manifest = open_complete(root, key)
+    if manifest is None:  # another process may be writing it: wait for it, then look again
+        with writer_lock(root, key, hint=HINT):
+            manifest = open_complete(root, key)
+            if manifest is None:
+                return _write(root, key, config, preprocessor, material)
+    meta = manifest["metadata"]
+    log.info(
+        "feature store: reusing %s (%d rows, %.0f MB)",
+        root / key,
+        meta["rows"],
+        meta["bytes"] / 1e6,
+    )
+    return read_entry(root / key, meta)
+
+
+def _write(
+    root: Path,
+    key: str,
+    config: DataConfig,
+    preprocessor: Preprocessor | None,
+    material: dict[str, Any],
+) -> PreparedData:
+    """Prepare in memory, write `ROOT/KEY`, free the matrix and read the entry back."""
+    start = time.perf_counter()
+    log.info("feature store: writing %s", root / key)
+    with staging(root, key, hint=HINT) as stage:  # unwritable: one line, before preparing
+        data = prepare_in_memory(config, preprocessor=preprocessor)
+        meta = write_entry(stage, data, material)
+        del data  # the matrix is freed: training reads the entry as a later run does
+        stage.finalize(meta)
+    log.info(
+        "feature store: wrote %s (%d rows, %.0f MB) in %.1f s",
+        root / key,
+        meta["rows"],
+        meta["bytes"] / 1e6,
+        time.perf_counter() - start,
+    )
+    return read_entry(root / key, meta)
+
+
+def _symbol_ranges(codes: np.ndarray, symbols: tuple[str, ...]) -> dict[str, list[int]]:
+    """Each symbol's [first, stop) rows (codes are non-decreasing)."""
+    edges = np.searchsorted(codes, np.arange(len(symbols) + 1))
+    return {name: [int(edges[i]), int(edges[i + 1])] for i, name in enumerate(symbols)}
+
+
+def write_entry(stage: Staging, data: PreparedData, material: dict[str, Any]) -> dict[str, Any]:
+    """Every array of `data` into `stage`; the manifest's metadata."""
+    train, encoded = data.train, data.encoded
+    if (
+        encoded is None
+        or train.target_values is None
+        or not isinstance(train.past_values, torch.Tensor)
+    ):
+        raise ValueError("the feature store writes freshly prepared data with its targets")
+    inputs = train.past_values.numpy()
+    symbols = data.preprocessor.symbols.categories
+    ranges = _symbol_ranges(encoded.symbol_codes, symbols)
+    with stage.array("inputs.npy", inputs.shape, inputs.dtype) as writer:
+        for first, stop in ranges.values():  # per symbol, in row blocks
+            for start in range(first, stop, BLOCK_ROWS):
+                writer.append(inputs[start : min(start + BLOCK_ROWS, stop)])
+    times = encoded.times
+    vectors: dict[str, torch.Tensor | np.ndarray | None] = {
+        "targets": train.target_values,
+        "symbol_codes": train.symbol_codes,
+        "times": times.asi8,
+        "volatility": train.base_volatility,
+        "profile": train.profile,
+        "signal": train.vol_signal,
+        "returns": encoded.features.returns,
+        "series_codes": encoded.series_codes,
+    }
+    vectors |= {f"anchors-{name}": getattr(data, name).anchors for name in SPLITS}
+    for name, values in vectors.items():
+        if values is not None:
+            stage.save(
+                f"{name}.npy", values.numpy() if isinstance(values, torch.Tensor) else values
+            )
+    stage.json("preprocessor.json", data.preprocessor.state_dict())
+    stage.json("summary.json", data.summary.to_dict())
+    stage.json("key.json", material)
+    return {
+        "rows": len(inputs),
+        "inputs": inputs.shape[1],
+        "num_observed": inputs.shape[1] - train.future_values.shape[1],
+        "lookback": train.lookback,
+        "horizon": train.horizon,
+        "times": {"unit": times.unit, "tz": str(times.tz), "name": times.name},
+        "symbols": ranges,
+        "bytes": sum(f["bytes"] for f in stage.files.values()),
+    }
+
+
+def _vector(path: Path, name: str) -> torch.Tensor | None:
+    """[N] `name` memory-mapped copy-on-write (writable for torch; the file never changes)."""
+    file = path / f"{name}.npy"
+    return torch.from_numpy(np.load(file, mmap_mode="c")) if file.exists() else None
+
+
+def read_entry(path: Path, meta: dict[str, Any]) -> PreparedData:
+    """The prepared data of a complete entry: its inputs memory-mapped read-only."""
+    pre = Preprocessor.from_state_dict(json.loads((path / "preprocessor.json").read_text()))
+    summary = DataSummary.from_dict(json.loads((path / "summary.json").read_text()))
+    clock = meta["times"]
+    utc = np.load(path / "times.npy").astype(f"datetime64[{clock['unit']}]")
+    times = pd.DatetimeIndex(utc, name=clock["name"]).tz_localize("UTC").tz_convert(clock["tz"])
+    inputs = np.load(path / "inputs.npy", mmap_mode="r")
+    vectors = {n: _vector(path, n) for n in ("targets", "volatility", "profile", "signal")}
+    codes = _vector(path, "symbol_codes")
+    assert codes is not None
+    static = pre.static_values()
+    sets = {  # one set of storage shared by the splits, as in memory
+        name: WindowDataset(
+            past_values=inputs,
+            num_observed=meta["num_observed"],
+            target_values=vectors["targets"],
+            symbol_codes=codes,
+            anchors=torch.from_numpy(np.load(path / f"anchors-{name}.npy")),
+            lookback=meta["lookback"],
+            horizon=meta["horizon"],
+            timestamps=times,
+            symbols=pre.symbols.categories,
+            base_volatility=vectors["volatility"],
+            profile=vectors["profile"],
+            vol_signal=vectors["signal"],
+            static_values=static,
+        )
+        for name in SPLITS
+    }
+    return PreparedData(
+        **sets,
+        schema=pre.schema,
+        preprocessor=pre,
+        summary=summary,
+        encoded=_stored_bars(path, times, codes.numpy(), meta["num_observed"]),
+    )
+
+
+def _stored_bars(
+    path: Path, times: pd.DatetimeIndex, codes: np.ndarray, num_observed: int
+) -> EncodedFrame:
+    """What `Preprocessor.baseline` reads of the bars (another base rescales the windows,
+    data/rebase.py): returns, times and codes; the frame and inputs are not kept."""
+    returns = np.load(path / "returns.npy", mmap_mode="r")
+    features = Features(
+        inputs=np.empty((len(returns), 0), np.float32), num_observed=num_observed, returns=returns
+    )
+    return EncodedFrame(
+        frame=pd.DataFrame(),
+        times=times,
+        times_ns=times.as_unit("ns").asi8,
+        symbol_codes=codes,
+        features=features,
+        finite=np.isfinite(returns),
+        series_codes=np.load(path / "series_codes.npy", mmap_mode="r"),
+    )

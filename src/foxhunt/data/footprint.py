@@ -1,0 +1,63 @@
+"""How much memory the in-memory input matrix needs, known before it is allocated: a request
+too large for this machine stops with exit 2 naming the sizes, never with an OOM kill."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psutil
+
+from foxhunt.data.features import FeatureSpec
+from foxhunt.errors import DataError
+
+#: bytes per bar beside the matrix while the features are computed (returns, times, codes,
+#: the groups' temporaries, the windows' vectors), from docs/performance.md's tft-225 year:
+#: 5.48 GB peak for 3.42 M bars x 229 float32 inputs = 3.13 GB of matrix, 0.31 GB imports
+#: and the frame read (0.48 GB) already held when this is checked
+LIBRARY_ROW_BYTES = 460
+#: today's inputs alone are float64 columns stacked into a second float64 matrix
+PLAIN_ROW_BYTES = 100
+CGROUP = Path("/sys/fs/cgroup")
+
+
+def matrix_bytes(rows: int, spec: FeatureSpec) -> int:
+    """Bytes the preparation of `rows` bars at `spec` needs on top of the bars read."""
+    inputs = len(spec.observed_names) + len(spec.known_names)
+    if spec.groups:  # one float32 matrix, filled in place (features/matrix.py)
+        return rows * (inputs * 4 + LIBRARY_ROW_BYTES)
+    return rows * (inputs * 16 + PLAIN_ROW_BYTES)
+
+
+def available_bytes() -> int:
+    """Memory this process can still take: the OS's available memory, or less under a
+    cgroup (v2) limit."""
+    available = int(psutil.virtual_memory().available)
+    try:
+        limit = (CGROUP / "memory.max").read_text().strip()
+        used = int((CGROUP / "memory.current").read_text())
+    except (OSError, ValueError):
+        return available
+    return available if limit == "max" else min(available, max(int(limit) - used, 0))
+
+
+def check_matrix_fits(rows: int, spec: FeatureSpec, *, source: str, store: str | None) -> None:
+    """DataError (exit 2) before anything is allocated when `rows` bars at `spec` will not
+    fit; `store` is the feature store being prepared, if any."""
+    need, available = matrix_bytes(rows, spec), available_bytes()
+    if need <= available:
+        return
+    inputs = len(spec.observed_names) + len(spec.known_names)
+    size = (
+        f"{source}: preparing {rows:,} bars x {inputs} inputs needs about {need / 1e9:.1f} GB "
+        f"of memory and {available / 1e9:.1f} GB is available"
+    )
+    fewer = "or use fewer bars (--start, --end, --symbols) or inputs (--feature-groups)"
+    if store is None:
+        raise DataError(
+            f"{size}; train from a feature store (--feature-store DIR: training then reads "
+            f"windows from disk), prepared once on a machine with that memory, {fewer}"
+        )
+    raise DataError(
+        f"{size}; preparing the feature store {store} still holds the matrix once: prepare "
+        f"it on a machine with that memory (a run with the same bars reuses it), {fewer}"
+    )

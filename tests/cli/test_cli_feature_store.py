@@ -1,0 +1,92 @@
+"""`foxhunt train --feature-store DIR`: prepared once, reused, trained bit for bit as in
+memory; an unwritable store or a matrix too large for memory is exit 2 with one line."""
+
+import logging
+from pathlib import Path
+
+import pytest
+from safetensors.torch import load_file
+
+from foxhunt.cli import main
+from foxhunt.data import footprint
+from helpers import SYNTHETIC_CLI, TINY_CLI
+
+SMALL = [*SYNTHETIC_CLI, *TINY_CLI, "--max-steps-per-epoch", "4", "--seed", "3", "--epochs", "1"]
+
+
+def error_lines(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("foxhunt: error:")]
+
+
+def train(bars: Path, out: Path, *extra: str) -> int:
+    return main(["train", "--parquet-file", str(bars), *SMALL, "--output-dir", str(out), *extra])
+
+
+def test_a_second_run_reuses_the_store_and_trains_as_in_memory(
+    tmp_path: Path, bars_file: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = tmp_path / "store"
+    logger = logging.getLogger("foxhunt.data")
+    logger.addHandler(caplog.handler)  # the CLI may turn propagation off
+    try:
+        with caplog.at_level(logging.INFO, logger="foxhunt.data"):
+            assert train(bars_file, tmp_path / "memory") == 0
+            assert "feature store" not in caplog.text
+            assert train(bars_file, tmp_path / "first", "--feature-store", str(store)) == 0
+            assert f"feature store: writing {store}/" in caplog.text
+            caplog.clear()
+            assert train(bars_file, tmp_path / "second", "--feature-store", str(store)) == 0
+            assert f"feature store: reusing {store}/" in caplog.text
+            assert "feature store: writing" not in caplog.text
+    finally:
+        logger.removeHandler(caplog.handler)
+    expected = load_file(tmp_path / "memory" / "model.safetensors")
+    for run in ("first", "second"):
+        weights = load_file(tmp_path / run / "model.safetensors")
+        assert weights.keys() == expected.keys()
+        assert all((weights[k] == expected[k]).all() for k in expected), run
+
+
+def test_an_unwritable_store_is_exit_2_naming_it(
+    tmp_path: Path, bars_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    store = blocker / "store"
+    assert train(bars_file, tmp_path / "run", "--feature-store", str(store)) == 2
+    err = capsys.readouterr().err
+    (line,) = error_lines(err)
+    assert str(blocker) in line and "--feature-store" in line
+    assert "Traceback" not in err
+
+
+def test_a_matrix_too_large_for_memory_stops_before_it_is_allocated(
+    tmp_path: Path,
+    bars_file: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the features were computed: the matrix was allocated")
+
+    monkeypatch.setattr(footprint, "available_bytes", lambda: 100_000)
+    monkeypatch.setattr("foxhunt.data.encoded.compute_features", never)
+    assert train(bars_file, tmp_path / "run") == 2
+    err = capsys.readouterr().err
+    (line,) = error_lines(err)
+    assert "Traceback" not in err
+    assert str(bars_file) in line and "0.0 GB is available" in line
+    assert "--feature-store DIR" in line
+    assert not (tmp_path / "run" / "model.safetensors").exists()
+
+
+def test_a_run_resumes_with_or_without_the_store() -> None:
+    from foxhunt.data import DataConfig
+    from foxhunt.training.checkpoint_checks import config_differences
+
+    before = DataConfig().to_dict()
+    del before["feature_store"]  # a run from before the setting
+    stored = DataConfig(feature_store="/s").to_dict()
+    assert config_differences({"data": before}, {"data": stored}) == []
+    other = DataConfig(feature_store="/s", lookback=12).to_dict()
+    assert config_differences({"data": before}, {"data": other}) != []
