@@ -53,9 +53,7 @@ def run(line: argparse.Namespace) -> int:
     args = resolve(command(), line.argv)[1]
     from foxhunt.data.planted import PlantedConfig, generate_planted, write_planted
 
-    market = args.market
-    fields = {k: tuple(v) if isinstance(v, list) else v for k, v in vars(market).items()}
-    config = PlantedConfig(**fields)
+    config = PlantedConfig.from_dict(dict(vars(args.market)))  # lists become tuples
     output = Path(args.output)
     if output.exists() and not args.overwrite:
         raise ConfigError(f"{output} exists; pass --overwrite to replace it")
