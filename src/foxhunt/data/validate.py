@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from foxhunt.data.contracts import contract_order
+from foxhunt.data.contracts import check_interleaved, contract_order
 from foxhunt.errors import DataError
 
 log = logging.getLogger("foxhunt.data")
@@ -201,8 +201,8 @@ def validate_bars(
     dropped with a warning.
     Rows out of time order are sorted, with a warning on the "foxhunt.data" logger. With
     `contract_column`, each contract of a symbol is its own series (data/contracts.py): rows
-    are sorted by symbol, contract and time, and times may repeat across contracts.
-    """
+    are sorted by symbol, contract and time; times may repeat across contracts, but contracts
+    taking turns bar after bar are refused (`check_interleaved`)."""
     columns = [str(c) for c in df.columns]
     missing = [c for c in (*REQUIRED, *extra_columns) if c not in columns]
     if missing:
@@ -231,6 +231,8 @@ def validate_bars(
             "every bar's contract"
         )
     frame = _sort(frame, source, contract_column)
+    if contract_column is not None:
+        check_interleaved(frame, contract_column, source)
     counts = frame["symbol"].value_counts(sort=False)
     short = counts[counts < min_rows]
     if len(short):
