@@ -167,3 +167,20 @@ def test_baseline_json_with_every_fit_passes_the_run_folder_check(fitted, tmp_pa
     path.write_text(json.dumps(state))
     saved = read_baseline_state(path, horizon=2, quantiles=3)
     assert FittedBaselines.from_state_dict(saved["volatility"]).har_range == fitted.har_range
+
+
+def test_a_har_fitted_on_less_than_a_week_past_its_warm_up_is_unavailable() -> None:
+    """Issue 42: over a few hundred rows the week-long mean barely moves, its coefficient is
+    not identified, and the HAR family forecast 1e10 to 1e28 bp out of sample."""
+    from foxhunt.baselines.garch import GarchFitError
+    from foxhunt.baselines.quantreg import fit_quantreg
+
+    lags, hour = (1, 12, 78, 390), 12
+    u = np.random.default_rng(0).standard_t(5, size=390 + hour + 388)  # 389 rows: one short
+    with pytest.raises(GarchFitError, match=r"HAR needs 791 \(a week of 390 bars to warm up"):
+        fit_har(u, None, lags=lags, target=hour)
+    with pytest.raises(GarchFitError, match="quantile regression needs 780"):
+        fit_quantreg(u[:779], lags=lags[1:])
+    more = np.random.default_rng(0).standard_t(5, size=390 + hour + 389)
+    assert fit_har(more, None, lags=lags, target=hour).lags == lags
+    assert fit_quantreg(more[:780], lags=lags[1:]).lags == lags[1:]

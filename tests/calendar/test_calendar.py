@@ -164,3 +164,11 @@ def test_future_values_by_symbol_and_time() -> None:
         future_known_values(rows.assign(event="x"), ("event",), ("ES",), ns[:1])
     with pytest.raises(DataError, match=r"known columns \['rain'\] not found"):
         future_known_values(rows, ("rain",), ("ES",), ns[:1])
+    # one forecast bar, two values: refused, never the first or last silently (issue 42)
+    twice = pd.concat([rows, rows.iloc[[2]].assign(event=9.0)], ignore_index=True)
+    with pytest.raises(DataError, match=r"two different bars for symbol 'NQ' at 2026-04-26 18:00"):
+        future_known_values(twice, ("event",), ("NQ", "ES"), ns)
+    same = pd.concat([rows, rows.iloc[[2]]], ignore_index=True)  # exact: dropped
+    np.testing.assert_array_equal(
+        future_known_values(same, ("event",), ("NQ",), ns[:1])[:, 0], [3, 4]
+    )

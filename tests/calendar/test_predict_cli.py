@@ -93,3 +93,25 @@ def test_a_run_saved_before_calendars_predicts_as_before(
     (tmp_path / "run" / "preprocessor.json").write_text(json.dumps(pre))
     assert main(predict) == 2
     assert "preprocessor.json: preprocessor spec.calendar='Mars'" in capsys.readouterr().err
+
+
+def test_predict_refuses_a_forecast_bar_given_two_values(
+    run: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """The --future-file door of issue 42: two rows of one forecast bar with different known
+    values were reduced to the last one in silence; an exact copy is dropped with a warning."""
+    folder, bars = run
+    sunday = pd.date_range("2026-04-26 18:00", periods=4, freq="5min", tz=NY)
+    rows = pd.DataFrame({"timestamp": sunday, "symbol": "ES", "event": 0.0})
+    args = ["predict", str(folder), "--parquet-file", str(bars), "--future-file"]
+    twice = tmp_path / "twice.csv"
+    pd.concat([rows, rows.iloc[[1]].assign(event=1.0)]).to_csv(twice, index=False)
+    capsys.readouterr()
+    assert main([*args, str(twice)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert "twice.csv: two different bars for symbol 'ES' at 2026-04-26 18:05:00-04:00" in err
+    copy = tmp_path / "copy.csv"
+    pd.concat([rows, rows.iloc[[1]]]).to_csv(copy, index=False)
+    assert main([*args, str(copy)]) == 0
+    assert "copy.csv: dropped 1 exact duplicate bar(s)" in capsys.readouterr().err

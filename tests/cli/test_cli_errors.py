@@ -54,7 +54,8 @@ def broken_files(tmp_path: Path) -> dict[str, tuple[Path, str]]:
     inf.loc[inf.index[11], "high"] = np.inf
     inverted = good.copy()
     inverted.loc[inverted.index[12], ["high", "low"]] = [1.0, 2.0]
-    duplicated = pd.concat([good.iloc[:50], good.iloc[20:21], good.iloc[50:]])
+    changed = good.iloc[20:21].assign(close=good["low"].iloc[20])  # an exact copy is dropped
+    duplicated = pd.concat([good.iloc[:50], changed, good.iloc[50:]])
     text = good.copy()
     text["volume"] = text["volume"].astype(str)
     text.loc[text.index[3], "volume"] = "n/a"
@@ -70,7 +71,7 @@ def broken_files(tmp_path: Path) -> dict[str, tuple[Path, str]]:
         "nan": (write(nan, tmp_path / "nan.parquet"), "close"),
         "inf": (write(inf, tmp_path / "inf.parquet"), "high"),
         "high<low": (write(inverted, tmp_path / "inv.parquet"), "high"),
-        "duplicate": (write(duplicated, tmp_path / "dup.parquet"), "duplicate"),
+        "duplicate": (write(duplicated, tmp_path / "dup.parquet"), "two different bars"),
         "too short": (write(good.iloc[:30], tmp_path / "short.parquet"), "too few bars"),
     }
 

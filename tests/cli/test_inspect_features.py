@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from foxhunt.cli import main
@@ -60,3 +61,29 @@ def test_the_feature_groups_round_trip(tmp_path: Path) -> None:
     assert DataConfig.from_dict(api.to_dict()) == api
     legacy = {k: v for k, v in api.to_dict().items() if k != "feature_groups"}
     assert DataConfig.from_dict(legacy).feature_groups == ()  # runs saved before the library
+
+
+def error_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    assert main(argv) == 2
+    lines = [x for x in capsys.readouterr().err.splitlines() if x.startswith("foxhunt: error:")]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "flags", [["returns:20000"], ["location:100000"], ["expiry"], ["cross"], ["expiry", "bad"]]
+)
+def test_inspect_refuses_what_train_refuses_with_the_same_line(
+    flags: list[str], bars_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """inspect --features listed inputs that train then refused or crashed on (issue 42)."""
+    bars = bars_file
+    if flags[-1] == "bad":  # a contract column holding an impossible date
+        frame = pd.read_parquet(bars_file).assign(contract="2026-13-01")
+        bars = tmp_path / "bad.parquet"
+        frame.to_parquet(bars)
+    groups = ["--feature-groups", flags[0]]
+    seen = error_line(capsys, ["inspect", str(bars), "--features", *groups])
+    train = ["train", "--parquet-file", str(bars), *groups, "--lookback", "16", "--horizon", "4"]
+    assert seen == error_line(capsys, [*train, "--output-dir", str(tmp_path / "run")])
+    assert not (tmp_path / "run").exists()

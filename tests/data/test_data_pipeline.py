@@ -281,6 +281,26 @@ def test_too_long_windows_are_a_clear_error() -> None:
         prepare_data(DataConfig(synthetic_market="garch", synthetic_days=5, lookback=300))
 
 
+def test_a_train_split_the_warm_up_eats_is_warned_about(
+    data_log: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 42: the feature warm-up left 2408 train windows of 10 days of 1-minute bars, in
+    silence. Under half of the train bars as windows: one warning with both counts."""
+
+    def warned(groups: tuple[str, ...]) -> list[str]:
+        data_log.clear()
+        data = prepare_data(DataConfig(synthetic_days=8, feature_groups=groups, lookback=16))
+        bars = int((data.encoded.times_ns < data.summary.validation_start.value).sum())
+        found = {
+            r.getMessage() for r in data_log.records if "the train split keeps" in r.getMessage()
+        }
+        assert not found or f"keeps {len(data.train)} windows of its {bars} bars" in min(found)
+        return sorted(found)
+
+    assert warned(("trend:1000",))  # a 1000-bar warm-up of about 1550 train bars
+    assert not warned(("trend:48",))
+
+
 @pytest.mark.alone  # a wall-clock bound: no busy neighbour on the other core
 def test_summary_is_logged_and_fast(data_log: pytest.LogCaptureFixture) -> None:
     start = time.perf_counter()

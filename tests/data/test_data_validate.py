@@ -84,11 +84,32 @@ def test_non_positive_price(bars: pd.DataFrame) -> None:
         check(frame)
 
 
-def test_duplicate_timestamp_names_first(bars: pd.DataFrame) -> None:
-    frame = pd.concat([bars, bars.iloc[[20, 30]]], ignore_index=True)
+def test_conflicting_duplicate_names_symbol_time_and_columns(bars: pd.DataFrame) -> None:
+    """The same bar twice with different values: which one was meant cannot be known."""
+    twice = bars.iloc[[20, 30]].assign(close=bars["low"].iloc[[20, 30]].to_numpy())
+    frame = pd.concat([bars, twice], ignore_index=True)
     with pytest.raises(
-        DataError, match=r"duplicate timestamp 2025-01-05 19:40:00-05:00 for symbol 'ES'"
+        DataError,
+        match=r"bars\.csv: two different bars for symbol 'ES' at 2025-01-05 19:40:00-05:00 "
+        rf"\(rows 20 and {len(bars)} differ in \['close'\]\)",
     ):
+        check(frame)
+
+
+def test_exact_duplicates_are_dropped_with_one_warning(
+    bars: pd.DataFrame, data_log: pytest.LogCaptureFixture
+) -> None:
+    frame = pd.concat([bars, bars.iloc[[20, 30, 30]]], ignore_index=True)
+    out = check(frame)
+    pd.testing.assert_frame_equal(out, bars, check_dtype=False)
+    lines = sorted({r.getMessage() for r in data_log.records if r.levelno >= logging.WARNING})
+    assert len(lines) == 1 and "dropped 3 exact duplicate bar(s)" in lines[0], lines
+
+
+def test_a_duplicate_differing_only_in_an_extra_column_is_refused(bars: pd.DataFrame) -> None:
+    frame = bars.assign(note="a")
+    frame = pd.concat([frame, frame.iloc[[5]].assign(note="b")], ignore_index=True)
+    with pytest.raises(DataError, match=r"differ in \['note'\]"):
         check(frame)
 
 

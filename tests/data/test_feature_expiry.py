@@ -89,3 +89,54 @@ def test_inspect_lists_it_as_known(files: dict[str, Path]) -> None:
         assert main(args) == 0
     line = next(x for x in out.getvalue().splitlines() if x.startswith("minutes_to_expiry"))
     assert line.split()[1:3] == ["known", "expiry"]
+
+
+def renamed(path: Path, out: Path, old: str, new: str) -> Path:
+    frame = pd.read_parquet(path)
+    frame["contract"] = frame["contract"].replace(old, new)
+    frame.to_parquet(out)
+    return out
+
+
+@pytest.mark.parametrize("bad", ["2026-13-01", "2025-02-30", "20250631"])
+def test_an_impossible_contract_date_names_file_column_and_value(
+    files: dict[str, Path], tmp_path: Path, bad: str
+) -> None:
+    """2026-13-01 was `internal error: ValueError: cannot assemble the datetimes`; 2025-02-30
+    was read as March 2 (issue 42)."""
+    path = renamed(files["contracts"], tmp_path / "bad.parquet", "ESM5", bad)
+    config = DataConfig(path=path, feature_groups=("expiry",), **SMALL)
+    with pytest.raises(DataError, match=rf"bad\.parquet: column 'contract': contract '{bad}'"):
+        prepare_data(config)
+    good = prepare_data(DataConfig(path=files["contracts"], feature_groups=("expiry",), **SMALL))
+    with pytest.raises(DataError, match=rf"bad\.parquet: column 'contract': contract '{bad}'"):
+        latest_windows(good.preprocessor, read_source(path))  # the predict door
+
+
+def test_train_and_predict_exit_2_on_a_bad_contract_date(
+    files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = renamed(files["contracts"], tmp_path / "bad.parquet", "ESM5", "2026-13-01")
+    args = ["train", "--parquet-file", str(path), "--feature-groups", "expiry"]
+    args += ["--lookback", "16", "--horizon", "4", "--output-dir", str(tmp_path / "run")]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    lines = [x for x in err.splitlines() if x.startswith("foxhunt: error:")]
+    assert len(lines) == 1 and "internal error" not in err, err
+    assert "bad.parquet: column 'contract': contract '2026-13-01': not a date" in lines[0], err
+    assert not (tmp_path / "run").exists()
+
+
+def test_contracts_that_expired_long_before_their_bars_are_warned_about(
+    files: dict[str, Path], tmp_path: Path, data_log: pytest.LogCaptureFixture
+) -> None:
+    """ESH2020 on 2025 bars: minutes_to_expiry five years negative, once taken in silence."""
+    path = renamed(files["contracts"], tmp_path / "old.parquet", "ESH5", "ESH2020")
+    prepare_data(DataConfig(path=path, feature_groups=("expiry",), **SMALL))
+    lines = {r.getMessage() for r in data_log.records if "expired long before" in r.getMessage()}
+    assert len(lines) == 1, lines
+    assert "old.parquet: column 'contract': 1 contract(s)" in min(lines)
+    assert "'ESH2020' expired 2020-03-20" in min(lines)
+    data_log.clear()
+    prepare_data(DataConfig(path=files["contracts"], feature_groups=("expiry",), **SMALL))
+    assert not [r for r in data_log.records if "expired long before" in r.getMessage()]

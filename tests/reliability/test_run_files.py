@@ -243,3 +243,32 @@ def test_baseline_state_that_makes_no_forecast_is_refused(
     path.write_text(json.dumps(data))
     args = ["evaluate", finished, "--parquet-file", bars_file]
     refused(args, "baseline.json", "garch_t", says)
+
+
+@pytest.mark.parametrize(
+    ("file", "section", "change", "says"),
+    [  # issue 42: each was loaded in silence, the folder describing a run never trained
+        ("preprocessor.json", None, {"base": "ewma"}, ["'realized_vol'", "'ewma'"]),
+        ("config.json", "data", {"base": "har"}, ["data.base = 'har'", "'realized_vol'"]),
+        ("config.json", "data", {"feature_groups": ["returns"]}, ["data.feature_groups"]),
+        ("config.json", "data", {"volatility_windows": [6, 12]}, ["data.volatility_windows"]),
+    ],
+)
+def test_files_that_describe_different_runs_are_refused(
+    finished: Path,
+    bars_file: Path,
+    file: str,
+    section: str | None,
+    change: dict[str, object],
+    says: list[str],
+) -> None:
+    edit_json(finished / file, change, section)
+    for door in (predict(finished, bars_file), ["evaluate", finished, "--parquet-file", bars_file]):
+        refused(door, "config.json", "preprocessor.json", "edited", *says)
+
+
+def test_a_metrics_base_that_is_not_the_preprocessors_is_refused(
+    finished: Path, bars_file: Path
+) -> None:
+    edit_json(finished / "metrics.json", {"base": {"name": "garch_t", "setting": "auto"}})
+    refused(predict(finished, bars_file), "metrics.json", "'garch_t'", "preprocessor.json")

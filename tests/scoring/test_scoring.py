@@ -133,3 +133,35 @@ def test_damaged_tests_of_difference_are_named(
     path.write_text(json.dumps(metrics))
     with pytest.raises(RunFileError, match=r"differences.* the file is damaged"):
         read_metrics(path, RUN.model.quantiles)
+
+
+def test_absurd_baseline_forecasts_are_unavailable_never_a_number(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A HAR fitted on too little data forecast 1e10 bp where returns are a few bp, and its
+    loss stood in the table and the tests of difference (issue 42): it is unavailable, with
+    one log line saying why, as a baseline that could not be fitted is."""
+    from foxhunt.scoring.score import ABSURD_FACTOR, absurd_baselines
+
+    rng = np.random.default_rng(0)
+    quantiles = (0.1, 0.5, 0.9)
+    target = rng.normal(size=(50, 2))
+    sane = np.broadcast_to(np.array([-1.28, 0.0, 1.28]), (50, 2, 3)).copy()
+    historical = sane[0]  # [H, Q]: the largest training quantile is 1.28 bp
+    wild = sane * 30  # a regime 30 times as volatile: still a forecast
+    exploded = sane.copy()
+    exploded[7, 1] *= 1e10  # one window is enough
+    forecasts = {"ewma": wild, "har": exploded, "quantreg": sane * (ABSURD_FACTOR + 1)}
+    with caplog.at_level("WARNING", logger="foxhunt.scoring"):
+        absurd = absurd_baselines(forecasts, historical)
+    assert sorted(absurd) == ["har", "quantreg"]
+    assert "1.28e+10 bp" in absurd["har"] and "1.28 bp" in absurd["har"]
+    logged = [r.getMessage() for r in caplog.records]
+    assert len(logged) == 2 and logged[0].startswith("baseline har unavailable: absurd"), logged
+    metrics = score(sane, target, quantiles, baselines=forecasts, unavailable=absurd)
+    assert metrics["baselines"]["har"]["unavailable"] == absurd["har"]
+    assert np.isnan(metrics["baselines"]["har"]["mean_quantile_loss"])
+    assert np.isfinite(metrics["baselines"]["ewma"]["mean_quantile_loss"])
+    dm = metrics["differences"]["dm"]
+    assert np.isnan(dm["har"]["stat"]) and np.isfinite(dm["ewma"]["stat"]), dm
+    assert absurd_baselines(forecasts, np.zeros((2, 3))) == {}  # constant training targets

@@ -31,7 +31,9 @@ from foxhunt.backtest.folds import cut_folds, parse_embargo, parse_test_size
 from foxhunt.backtest.settings import check_same_backtest
 from foxhunt.backtest.strict_json import json_safe
 from foxhunt.backtest.summary import summarize
+from foxhunt.data.contracts import find_contract_column
 from foxhunt.data.pipeline import load_frame
+from foxhunt.data.validate import validate_bars
 from foxhunt.errors import FoxhuntError
 from foxhunt.runs import (
     FORECASTS_FILE,
@@ -90,7 +92,11 @@ def _run_backtest(
     callbacks: Callable[[int], tuple[Any, ...]] | None,
 ) -> dict[str, Any]:
     data_file = fingerprint(config.data.path)  # before reading: what the folds are cut from
-    frame = load_frame(config.data)
+    raw = load_frame(config.data)
+    source = str(raw.attrs.get("source", config.data.path))
+    column = find_contract_column(raw, config.data.contract_column, source)
+    # checked before a file is written: bad bars were refused by fold 0, after backtest_config
+    frame = validate_bars(raw, source=source, min_rows=1, contract_column=column)
     times = pd.DatetimeIndex(frame["timestamp"])
     test_size = None if bt.test_size is None else parse_test_size(bt.test_size)
     folds = cut_folds(

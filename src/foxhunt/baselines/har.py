@@ -28,6 +28,14 @@ FLOOR_SHARE = 0.01
 MIN_ROWS = 200
 
 
+def min_rows(lags: tuple[int, ...]) -> int:
+    """Regression rows a HAR or quantile regression with `lags` needs after its warm-up: at
+    least MIN_ROWS and the longest lag (a week). Over fewer the week-long term barely moves,
+    its coefficient is not identified, and the forecasts exploded out of sample (1e10 bp
+    and beyond from 10 days of 1-minute bars, issue 42)."""
+    return max(MIN_ROWS, lags[-1])
+
+
 @dataclass(frozen=True)
 class Har:
     lags: tuple[int, ...]  # bars in each term: 1 bar, 1 hour, 1 session, 1 week
@@ -86,11 +94,11 @@ def fit_har(
     """OLS of the HAR on the train returns `u` [n] (and their Parkinson variances)."""
     import statsmodels.api as sm  # heavy import: only when fitting
 
-    rows = len(u) - lags[-1] - target + 1
-    if rows < MIN_ROWS:
+    rows, needed = len(u) - lags[-1] - target + 1, min_rows(lags)
+    if rows < needed:
         raise GarchFitError(
-            f"{len(u)} usable train returns; HAR needs {lags[-1] + target + MIN_ROWS} "
-            f"(a week of {lags[-1]} bars to warm up and {MIN_ROWS} to fit)"
+            f"{len(u)} usable train returns; HAR needs {lags[-1] + target + needed - 1} "
+            f"(a week of {lags[-1]} bars to warm up and {needed} to fit)"
         )
     if not np.std(u) > 0:
         raise GarchFitError("train returns are constant")

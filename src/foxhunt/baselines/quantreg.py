@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from foxhunt.baselines.garch import GarchFitError
-from foxhunt.baselines.har import MIN_ROWS, trailing_mean
+from foxhunt.baselines.har import min_rows, trailing_mean
 from foxhunt.baselines.residuals import interpolation
 
 LEVELS = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.975, 0.99)
@@ -69,9 +69,10 @@ def fit_quantreg(u: np.ndarray, *, lags: tuple[int, ...]) -> QuantRegFit:
     import statsmodels.api as sm  # heavy import: only when fitting
 
     origins = np.arange(lags[-1] - 1, len(u) - 1)
-    if len(origins) < MIN_ROWS:
+    if len(origins) < min_rows(lags):
         raise GarchFitError(
-            f"{len(u)} usable train returns; quantile regression needs {lags[-1] + MIN_ROWS}"
+            f"{len(u)} usable train returns; quantile regression needs "
+            f"{lags[-1] + min_rows(lags)} (a week to warm up, as many rows to fit)"
         )
     if not np.std(u) > 0:
         raise GarchFitError("train returns are constant")

@@ -15,6 +15,8 @@ from foxhunt.config_fields import setting
 from foxhunt.errors import ConfigError
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from foxhunt.data.calendar import Calendar
 
 
@@ -74,7 +76,7 @@ def run(line: argparse.Namespace) -> int:
     frame = validate_bars(raw, source=source, min_rows=1, contract_column=column)
     calendar = resolve_calendar(chosen, frame["symbol"].unique(), source)
     if args.features:
-        listing = feature_listing(data.feature_groups, calendar, frame["symbol"].nunique())
+        listing = feature_listing(data.feature_groups, calendar, frame, column)
         print(json.dumps(listing, indent=2) if args.json else render_listing(listing))
         return 0
     report = inspect_bars(
@@ -89,20 +91,34 @@ def run(line: argparse.Namespace) -> int:
 
 
 def feature_listing(
-    groups: tuple[str, ...], calendar: Calendar, symbols: int
+    groups: tuple[str, ...], calendar: Calendar, frame: pd.DataFrame, contract_column: str | None
 ) -> list[dict[str, Any]]:
-    """Every input of the chosen feature spec: name, kind, group, window, warm-up."""
+    """Every input of the chosen feature spec: name, kind, group, window, warm-up; the groups
+    checked against the validated bars `frame` as `train` checks them (the same lines)."""
+    from dataclasses import replace
+
+    import numpy as np
+    from pandas import factorize
+
     from foxhunt.data.config import DataConfig
+    from foxhunt.data.contracts import contract_series_starts
     from foxhunt.data.features import FeatureSpec, parse_groups
+    from foxhunt.data.features.compute import row_contracts
+    from foxhunt.data.features.fitting import check_groups
 
     config = DataConfig(feature_groups=tuple(groups))
     spec = FeatureSpec(
         config.volatility_windows, calendar=calendar, groups=parse_groups(config.feature_groups)
     )
-    if symbols < 2 and any(g.cross for g, _ in spec.observed_groups):
+    if frame["symbol"].nunique() < 2 and any(g.cross for g, _ in spec.observed_groups):
         raise ConfigError(
-            "--feature-groups: group 'cross' needs several symbols and the file holds one"
+            "DataConfig.feature_groups: group 'cross' needs several symbols and the bars hold "
+            f"one ({frame['symbol'].iloc[0]}); leave it out or add symbols"
         )
+    codes = factorize(frame["symbol"])[0]
+    series = np.cumsum(contract_series_starts(codes, frame, contract_column)) - 1
+    check_groups(spec, series_codes=series, contract_column=contract_column)
+    row_contracts(frame, replace(spec, contract_column=contract_column))  # names read as train
     observed, static = set(spec.observed_names), set(spec.static_names)
     rows = [{"name": "symbol", "kind": "static", "group": "symbol", "window": None, "warmup": "-"}]
     for column in spec.columns():

@@ -61,6 +61,45 @@ def find_contract_column(frame: pd.DataFrame, wanted: str | None, source: str) -
     return next((lower[c] for c in CONTRACT_CANDIDATES if c in lower), None)
 
 
+#: a symbol whose bars change contract back and forth more often than this share of its bars
+#: held by one contract alone (and over INTERLEAVED_MIN times) is refused: a roll changes
+#: contract a few times a year, and overlapping contracts share bar times
+INTERLEAVED_SHARE = 0.1
+INTERLEAVED_MIN = 20
+
+
+def check_interleaved(frame: pd.DataFrame, column: str, source: str) -> None:
+    """Refuse contracts that take turns bar after bar (ESH5, ESM5, ESH5, ...): each became
+    a series with every other bar, its spacing doubled and windows dropped, in silence
+    (issue 42). Bar times both contracts hold (an overlap around a roll) do not count."""
+    symbols = pd.factorize(frame["symbol"])[0]
+    contracts = pd.factorize(frame[column].astype(str))[0]
+    times = pd.DatetimeIndex(frame["timestamp"]).as_unit("ns").asi8
+    order = np.lexsort((times, symbols))
+    s, t, c = symbols[order], times[order], contracts[order]
+    shared = np.zeros(len(s), dtype=bool)  # a time another contract of the symbol also holds
+    same = (s[1:] == s[:-1]) & (t[1:] == t[:-1])
+    shared[1:] |= same
+    shared[:-1] |= same
+    alone = np.flatnonzero(~shared)
+    turns = (s[alone][1:] == s[alone][:-1]) & (c[alone][1:] != c[alone][:-1])
+    per_symbol = np.bincount(s[alone][1:][turns], minlength=s.max() + 1)
+    bars = np.bincount(s[alone], minlength=s.max() + 1)
+    bad = np.flatnonzero((per_symbol > INTERLEAVED_MIN) & (per_symbol > INTERLEAVED_SHARE * bars))
+    if not len(bad):
+        return
+    first = int(np.flatnonzero(turns & (s[alone][1:] == bad[0]))[0])
+    rows = order[alone[first : first + 2]]
+    names = frame[column].astype(str).to_numpy()[rows]
+    raise DataError(
+        f"{source}: symbol {frame['symbol'].iloc[rows[0]]!r} changes contract "
+        f"{int(per_symbol[bad[0]])} times in {int(bars[bad[0]])} bars (first {names[0]!r} -> "
+        f"{names[1]!r} at {frame['timestamp'].iloc[rows[1]]}): the contracts of column "
+        f"{column!r} take turns bar after bar, so each would be a series with gaps at every "
+        "other bar; fix the column, or read the bars as one series (--contract-column none)"
+    )
+
+
 def contract_order(frame: pd.DataFrame, column: str) -> np.ndarray:
     """[N] int64: rank of each row's contract among its symbol's, by first bar time (then
     name): sorting on it puts a symbol's contracts in the order they were listed."""

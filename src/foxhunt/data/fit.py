@@ -15,7 +15,7 @@ from foxhunt.data.preprocess import Preprocessor
 from foxhunt.data.scaling import CategoryEncoder, StandardScaler, TargetScaler
 from foxhunt.data.volatility import IntradayProfile, minute_of_day
 from foxhunt.data.windows import gap_flags
-from foxhunt.errors import ConfigError
+from foxhunt.errors import ConfigError, DataError
 
 AUTO_GAP_FACTOR = 1.5
 
@@ -56,6 +56,7 @@ def fit_preprocessor(
 ) -> Preprocessor:
     """Scalers and the intraday volatility profile fitted on the training rows only."""
     train = (splits == 0) & encoded.finite
+    _check_every_symbol_trains(encoded, splits, train, symbols)
     names = (*spec.observed_names, *spec.known_names)
     # training returns, less those spanning a gap over max_gap: never a target, and a
     # return over the nightly break or a weekend is not one bar's worth of volatility
@@ -93,8 +94,43 @@ def fit_preprocessor(
     )
 
 
+def _check_every_symbol_trains(
+    encoded: EncodedFrame, splits: np.ndarray, train: np.ndarray, symbols: CategoryEncoder
+) -> None:
+    """Refuse a symbol without a finite training row (issue 42): it was kept with every
+    symbol's scaler statistics and an untrained embedding, and forecast without a word."""
+    trained = np.bincount(encoded.symbol_codes[train], minlength=symbols.cardinality) > 0
+    if trained.all():
+        return
+    code = int(np.flatnonzero(~trained)[0])
+    mine = encoded.symbol_codes == code
+    train_times = encoded.times[splits == 0]
+    span = f"{train_times.min()} .. {train_times.max()}" if len(train_times) else "empty"
+    raise DataError(
+        f"{encoded.frame.attrs.get('source', 'the bars')}: symbol "
+        f"{symbols.categories[code]!r} has no training bar with complete features (its first "
+        f"bar is {encoded.times[mine].min()}, the training span {span}): nothing fits its "
+        "scaler or embedding; leave it out (--symbols the others) or use bars where it trades "
+        "earlier"
+    )
+
+
 def check_compatible(preprocessor: Preprocessor, config: DataConfig, spec: FeatureSpec) -> None:
     """A saved preprocessor can only serve a config with the same windows and inputs."""
+    found = first_incompatible(preprocessor, config, spec)
+    if found is not None:
+        name, saved = found
+        raise ConfigError(
+            f"DataConfig.{name}={getattr(config, name)!r} differs from the saved "
+            f"preprocessor ({saved!r}); resume with the data settings of the original run"
+        )
+
+
+def first_incompatible(
+    preprocessor: Preprocessor, config: DataConfig, spec: FeatureSpec
+) -> tuple[str, object] | None:
+    """The first DataConfig field whose value `preprocessor` was not made with, and the
+    preprocessor's value; None when it serves `config` (`spec`: the config's inputs)."""
     saved_gap = preprocessor.max_gap
     wanted_ns = resolve_max_gap(config.max_gap, preprocessor.bar_spacing_ns)
     wanted_gap = None if wanted_ns is None else pd.Timedelta(wanted_ns, unit="ns")
@@ -123,7 +159,5 @@ def check_compatible(preprocessor: Preprocessor, config: DataConfig, spec: Featu
         )
     for name, (wanted, saved) in pairs.items():
         if wanted != saved and not (name == "max_gap" and config.max_gap == "auto"):
-            raise ConfigError(
-                f"DataConfig.{name}={getattr(config, name)!r} differs from the saved "
-                f"preprocessor ({saved!r}); resume with the data settings of the original run"
-            )
+            return name, saved
+    return None

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from foxhunt.data.calendar import Calendar, calendar_for, sessions_for
+from foxhunt.data.validate import drop_duplicate_bars
 from foxhunt.errors import DataError
 
 
@@ -61,9 +62,10 @@ def future_known_values(
     if missing:
         raise DataError(f"{source}: known columns {missing} not found; add them to the file")
     shared = set(future["symbol"].unique()) == {"default"}  # no symbol column: for every symbol
-    keys = future["timestamp"].dt.tz_convert("UTC").dt.as_unit("ns").astype("int64")
-    table = future.assign(_ns=keys.to_numpy(), _symbol="default" if shared else future["symbol"])
-    table = table.drop_duplicates(["_symbol", "_ns"], keep="last").set_index(["_symbol", "_ns"])
+    unique = drop_duplicate_bars(future, source)  # a bar given twice, differently: refused
+    keys = unique["timestamp"].dt.tz_convert("UTC").dt.as_unit("ns").astype("int64")
+    table = unique.assign(_ns=keys.to_numpy(), _symbol="default" if shared else unique["symbol"])
+    table = table.set_index(["_symbol", "_ns"])
     out = np.empty((times_ns.size, len(columns)))
     for b, symbol in enumerate(symbols):
         wanted = pd.MultiIndex.from_arrays(

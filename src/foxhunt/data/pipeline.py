@@ -29,12 +29,13 @@ from foxhunt.data.timesplit import time_split_codes
 from foxhunt.data.windows import (
     SPLITS,
     WindowIndex,
+    check_windows,
     index_windows,
     median_spacing_ns,
     split_codes,
     split_cuts,
+    warn_short_train,
 )
-from foxhunt.errors import DataError
 
 
 @dataclass(frozen=True)
@@ -78,23 +79,6 @@ def load_frame(config: DataConfig) -> pd.DataFrame:
     frame = apply_filter(frame, bounds)
     frame.attrs["source"] = source
     return frame
-
-
-def _check_windows(index: WindowIndex, config: DataConfig, source: str, warmup: int) -> None:
-    fractions = {"train": 1.0, "validation": config.val_fraction, "test": config.test_fraction}
-    if config.split is not None:  # an empty validation span (no early stopping) is allowed
-        bounds = config.split.bounds_ns()
-        fractions["validation"] = float(bounds[2] > bounds[1])
-        fractions["test"] = 1.0
-    for name in SPLITS:
-        if fractions[name] > 0 and len(index.anchors[name]) == 0:
-            raise DataError(
-                f"{source}: the {name} split has no complete window of lookback "
-                f"{config.lookback} + horizon {config.horizon} bars (after a rolling warm-up of "
-                f"{max(warmup, config.baseline_window)} bars, with max_gap "
-                f"{config.max_gap}); use more bars, a smaller lookback/horizon or larger "
-                "val_fraction/test_fraction"
-            )
 
 
 def _encode_new_run(
@@ -214,7 +198,7 @@ def prepare_in_memory(
         horizon=config.horizon,
         max_gap_ns=bars.max_gap_ns,
     )
-    _check_windows(index, config, source, spec.warmup_bars)
+    check_windows(index, config, source, spec.warmup_bars)
     if preprocessor is None:
         preprocessor = fit_preprocessor(
             encoded,
@@ -228,10 +212,11 @@ def prepare_in_memory(
             symbols=bars.symbols,
         )
     baseline = preprocessor.baseline(encoded)  # once for the warm-up and the windows
-    anchors = preprocessor.ready_anchors(index.anchors, baseline)
-    # again after the baseline warm-up
-    _check_windows(replace(index, anchors=anchors), config, source, spec.warmup_bars)
+    anchors = preprocessor.ready_anchors(index.anchors, baseline)  # less the baseline warm-up
+    check_windows(replace(index, anchors=anchors), config, source, spec.warmup_bars)
     datasets = preprocessor.windows(encoded, anchors, baseline, consume=True)
+    warmup = max(spec.warmup_bars, config.baseline_window)
+    warn_short_train(len(datasets["train"]), int((splits == 0).sum()), warmup, source)
     summary = _summary(source, encoded, preprocessor, index, datasets, cuts)
     return PreparedData(
         train=datasets["train"],

@@ -53,7 +53,7 @@ class StandardScaler:
         training rows; None: every row), per symbol code `codes` [N] in 0 .. groups-1 (None:
         all one symbol). Only one symbol's rows are copied at a time, never all the training
         rows. A symbol without training rows (it trades only later) gets the statistics of
-        all symbols together."""
+        all symbols together (a new run refuses such a symbol before: data/fit.py)."""
         rows = np.ones(len(values), dtype=bool) if rows is None else rows
         if not rows.any():
             raise DataError("no finite training rows to fit the input scaler on; add more bars")

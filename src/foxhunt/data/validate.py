@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from foxhunt.data.contracts import contract_order
+from foxhunt.data.contracts import check_interleaved, contract_order
 from foxhunt.errors import DataError
 
 log = logging.getLogger("foxhunt.data")
@@ -102,12 +102,72 @@ def _check_era(frame: pd.DataFrame, source: str) -> None:
         )
 
 
-def _sort(frame: pd.DataFrame, source: str, contract_column: str | None) -> pd.DataFrame:
-    """Rows by symbol, then contract (in listing order) when `contract_column`, then time."""
+def drop_duplicate_bars(
+    frame: pd.DataFrame, source: str, keys: Sequence[str] = ("symbol",)
+) -> pd.DataFrame:
+    """`frame` less its exact duplicate bars (same `keys`, timestamp and every value), dropped
+    with one warning; a bar given twice with different values raises DataError naming the
+    file, the symbol and the time (which one was meant cannot be known, issue 42). Every
+    reader of bars for a forecast comes here: the bars (`validate_bars`) and the known
+    future inputs (data/future.py)."""
+    subset = [*keys, "timestamp"]
+    frame = frame.reset_index(drop=True)  # labels are positions: the rows named below
+    repeated = frame.duplicated(subset, keep=False).to_numpy()
+    if not repeated.any():
+        return frame
+    text = [c for c in frame.columns if frame[c].dtype == object]  # lists are not hashable
+    frame_by_value = frame.assign(**{str(c): frame[c].map(repr) for c in text})
+    distinct = frame_by_value.loc[repeated].drop_duplicates()  # NaN equals NaN here
+    conflict = distinct.duplicated(subset, keep=False).to_numpy()
+    if conflict.any():
+        clash = distinct.loc[conflict].sort_values("timestamp", kind="stable")
+        first = clash.iloc[0]
+        same = clash[(clash[subset] == first[subset]).all(axis=1)]
+        rows = [int(i) for i in same.index[:2]]
+        differ = [str(col) for col in frame.columns if not _same(same[col].iloc[:2])]
+        what = ", ".join(f"{k} {first[k]!r}" for k in keys)
+        raise DataError(
+            f"{source}: two different bars for {what} at {first['timestamp']} (rows {rows[0]} "
+            f"and {rows[1]} differ in {differ}); keep one bar per symbol and time"
+            + ("" if len(keys) > 1 else " (or name each bar's contract in a contract column)")
+        )
+    exact = frame_by_value.duplicated(keep="first").to_numpy()
+    log.warning(
+        "%s: dropped %d exact duplicate bar(s) (same symbol, time and values; first at %s)",
+        source,
+        int(exact.sum()),
+        _where(frame, int(np.flatnonzero(exact)[0])),
+    )
+    out = frame.loc[~exact].reset_index(drop=True)
+    out.attrs = dict(frame.attrs)
+    return out
+
+
+def _same(values: pd.Series) -> bool:
+    """Whether the two values are equal (two missing values are)."""
+    a, b = values.iloc[0], values.iloc[1]
+    return bool(a == b) or bool(pd.isna(a) and pd.isna(b))
+
+
+def _keys(frame: pd.DataFrame, contract_column: str | None) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's series code (symbol, then contract in listing order) and UTC ns time."""
     codes, _ = pd.factorize(frame["symbol"], sort=True)
     if contract_column is not None:  # one series per (symbol, contract): combine the keys
         codes = codes * (len(frame) + 1) + contract_order(frame, contract_column)
-    times = pd.DatetimeIndex(frame["timestamp"]).as_unit("ns").asi8
+    return codes, pd.DatetimeIndex(frame["timestamp"]).as_unit("ns").asi8
+
+
+def _sort(frame: pd.DataFrame, source: str, contract_column: str | None) -> pd.DataFrame:
+    """Rows by symbol, then contract (in listing order) when `contract_column`, then time;
+    exact duplicate bars dropped, conflicting ones refused (`drop_duplicate_bars`)."""
+    codes, times = _keys(frame, contract_column)
+    order = np.lexsort((times, codes))
+    c, t = codes[order], times[order]
+    if ((c[1:] == c[:-1]) & (t[1:] == t[:-1])).any():  # only then the slower check by value
+        keys = ("symbol",) if contract_column is None else ("symbol", contract_column)
+        frame = drop_duplicate_bars(frame, source, keys)
+        codes, times = _keys(frame, contract_column)
+        order = np.lexsort((times, codes))
     by_symbol = np.argsort(codes, kind="stable")
     c, t = codes[by_symbol], times[by_symbol]
     row = _first((c[1:] == c[:-1]) & (t[1:] < t[:-1]))
@@ -117,19 +177,6 @@ def _sort(frame: pd.DataFrame, source: str, contract_column: str | None) -> pd.D
             "%s: rows are not in time order (first at %s); sorted them by symbol and time",
             source,
             _where(frame, bad),
-        )
-    order = np.lexsort((times, codes))
-    c, t = codes[order], times[order]
-    row = _first((c[1:] == c[:-1]) & (t[1:] == t[:-1]))
-    if row is not None:
-        first = int(order[row + 1])
-        what = f"symbol {frame['symbol'].iloc[first]!r}"
-        if contract_column is not None:
-            what += f", contract {frame[contract_column].iloc[first]!r}"
-        raise DataError(
-            f"{source}: duplicate timestamp {frame['timestamp'].iloc[first]} for {what} "
-            f"(rows {int(order[row])} and {first}); keep one bar per time"
-            + ("" if contract_column else " (or name each bar's contract in a contract column)")
         )
     if np.array_equal(order, np.arange(len(order))):
         return frame.reset_index(drop=True)
@@ -149,12 +196,13 @@ def validate_bars(
     Expects columns timestamp (datetime), open, high, low, close, volume and optionally
     symbol (added as "default") and `extra_columns` (numeric inputs the config asks for).
     Raises DataError for missing or non-numeric columns, NaN/inf, high < low, open or close
-    outside [low, high], negative volume, duplicate times within a symbol and symbols with
-    fewer than `min_rows` bars.
+    outside [low, high], negative volume, a bar given twice with different values (same
+    symbol and time) and symbols with fewer than `min_rows` bars; exact duplicate bars are
+    dropped with a warning.
     Rows out of time order are sorted, with a warning on the "foxhunt.data" logger. With
     `contract_column`, each contract of a symbol is its own series (data/contracts.py): rows
-    are sorted by symbol, contract and time, and times may repeat across contracts.
-    """
+    are sorted by symbol, contract and time; times may repeat across contracts, but contracts
+    taking turns bar after bar are refused (`check_interleaved`)."""
     columns = [str(c) for c in df.columns]
     missing = [c for c in (*REQUIRED, *extra_columns) if c not in columns]
     if missing:
@@ -183,6 +231,8 @@ def validate_bars(
             "every bar's contract"
         )
     frame = _sort(frame, source, contract_column)
+    if contract_column is not None:
+        check_interleaved(frame, contract_column, source)
     counts = frame["symbol"].value_counts(sort=False)
     short = counts[counts < min_rows]
     if len(short):

@@ -9,10 +9,19 @@ segment starts, that is C[t+H] - C[t-L+1] == 0: two gathers per window, all at o
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+
+from foxhunt.errors import DataError
+
+if TYPE_CHECKING:
+    from foxhunt.data.config import DataConfig
+
+log = logging.getLogger("foxhunt.data")
 
 SPLITS = ("train", "validation", "test")
 NO_CUT = np.iinfo(np.int64).max
@@ -127,3 +136,43 @@ def index_windows(
         dropped_for_gaps=len(without_gaps) - len(anchors),
         purged=int(purged.sum()),
     )
+
+
+def check_windows(index: WindowIndex, config: DataConfig, source: str, warmup: int) -> None:
+    """Every split that should have windows has one (DataError naming the split)."""
+    fractions = {"train": 1.0, "validation": config.val_fraction, "test": config.test_fraction}
+    if config.split is not None:  # an empty validation span (no early stopping) is allowed
+        bounds = config.split.bounds_ns()
+        fractions["validation"] = float(bounds[2] > bounds[1])
+        fractions["test"] = 1.0
+    for name in SPLITS:
+        if fractions[name] > 0 and len(index.anchors[name]) == 0:
+            raise DataError(
+                f"{source}: the {name} split has no complete window of lookback "
+                f"{config.lookback} + horizon {config.horizon} bars (after a rolling warm-up of "
+                f"{max(warmup, config.baseline_window)} bars, with max_gap "
+                f"{config.max_gap}); use more bars, a smaller lookback/horizon or larger "
+                "val_fraction/test_fraction"
+            )
+
+
+#: a train split keeping fewer windows than this share of its bars gets a warning
+MIN_TRAIN_SHARE = 0.5
+
+
+def warn_short_train(windows: int, bars: int, warmup: int, source: str) -> None:
+    """One warning when the train split keeps under MIN_TRAIN_SHARE of its bars as windows:
+    the feature warm-up ate most of 10 days of 1-minute bars under tft-225 (2408 windows of
+    the train span's bars) without a word, and the baselines fitted there exploded (issue 42)."""
+    if bars and windows < MIN_TRAIN_SHARE * bars:
+        log.warning(
+            "%s: the train split keeps %d windows of its %d bars (%.0f%%, under %.0f%%): the "
+            "warm-up (%d bars per series), lookback + horizon and gaps take the rest; use more "
+            "bars, shorter feature windows or a larger train share",
+            source,
+            windows,
+            bars,
+            100 * windows / bars,
+            100 * MIN_TRAIN_SHARE,
+            warmup,
+        )

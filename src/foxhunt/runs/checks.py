@@ -16,7 +16,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from foxhunt.data import Preprocessor
+from foxhunt.data import DataConfig, Preprocessor
+from foxhunt.data.features import FeatureSpec, parse_groups
+from foxhunt.data.fit import first_incompatible
 from foxhunt.data.volatility import MINUTES_PER_DAY
 from foxhunt.errors import FoxhuntError
 from foxhunt.storage.bounded import read_json_bounded, regular_size
@@ -168,6 +170,43 @@ def read_preprocessor(
             "the run was saved by an older feature library: retrain it"
         )
     return pre
+
+
+def check_same_run(run_dir: Path, data: DataConfig, pre: Preprocessor) -> None:
+    """config.json's data section, preprocessor.json and metrics.json's base describe one run
+    (issue 42: a hand-edited base in preprocessor.json changed the forecasts while config.json
+    and metrics.json named another; edits to config.json's feature_groups or base were
+    ignored). Refused with one line naming both files and both values."""
+    config_path, pre_path = run_dir / "config.json", run_dir / "preprocessor.json"
+    spec = FeatureSpec(
+        data.volatility_windows,
+        data.observed_columns,
+        data.known_columns,
+        groups=parse_groups(data.feature_groups),
+    )
+    try:
+        found = first_incompatible(pre, data, spec)
+    except FoxhuntError as exc:  # a config value the check cannot read (a bad max_gap)
+        raise RunFileError(f"{config_path}: {exc}") from None
+    if found is None and data.base not in ("auto", pre.base):
+        found = ("base", pre.base)
+    if found is not None:
+        name, saved = found
+        raise RunFileError(
+            f"{config_path} has data.{name} = {getattr(data, name)!r} but {pre_path} was made "
+            f"with {saved!r}: one of them was edited or comes from another run; restore it "
+            "(a run's settings are changed by training again)"
+        )
+    metrics = run_dir / "metrics.json"
+    if metrics.is_file():
+        record = read_json_bounded(metrics)
+        base = record.get("base") if isinstance(record, dict) else None
+        chosen = base.get("name") if isinstance(base, dict) else None
+        if chosen is not None and chosen != pre.base:
+            raise RunFileError(
+                f"{metrics} has base.name = {chosen!r} but {pre_path} has base = {pre.base!r}: "
+                "one of them was edited or comes from another run; restore it"
+            )
 
 
 def check_volatility_profile(path: Path, pre: Preprocessor) -> None:

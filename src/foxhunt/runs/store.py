@@ -31,6 +31,7 @@ from foxhunt.runs.checks import (
     CONFIG_SECTIONS,
     RunFileError,
     check_round_trip,
+    check_same_run,
     check_state,
     check_weights_file,
     read_config_sections,
@@ -117,7 +118,9 @@ def read_run_preprocessor(run_dir: Path, config: RunConfig) -> Preprocessor:
         run_dir / PREPROCESSOR_FILE, lookback=model.lookback, horizon=model.horizon
     )
     horizon = pre.horizon if model.horizon is None else model.horizon
-    return bind_base(pre, run_dir, horizon=horizon, quantiles=len(model.quantiles))
+    bound = bind_base(pre, run_dir, horizon=horizon, quantiles=len(model.quantiles))
+    check_same_run(run_dir, config.data, bound)
+    return bound
 
 
 def load_run_folder(

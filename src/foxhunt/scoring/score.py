@@ -4,6 +4,7 @@ backtest fold (a later test span) all score through `score_windows`."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,13 @@ from foxhunt.scoring.baselines import RunBaselines
 from foxhunt.scoring.windows import forecast_frame, window_targets, write_forecasts
 from foxhunt.task import bp_per_unit, forecast_metrics, results_table, score
 from foxhunt.task.bootstrap import day_blocks
+
+log = logging.getLogger("foxhunt.scoring")
+
+#: a baseline forecasting a quantile beyond this many times the largest unconditional quantile
+#: of the training targets is unavailable: a legitimate volatility forecast in a regime 20
+#: times as volatile as the training span's reaches some 30 times it
+ABSURD_FACTOR = 100.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,10 +70,12 @@ def score_windows(
     pred, target = forecasts.pred * scale, forecasts.target * scale
     levels = tuple(quantiles)
     everyone = baselines.forecasts(forecasts.dataset, preprocessor, levels)
+    absurd = absurd_baselines(everyone, baselines.historical)
+    everyone = {k: np.full(v.shape, np.nan) if k in absurd else v for k, v in everyone.items()}
     # each window's day (its last observed bar): the blocks of the paired bootstrap and the MCS
     dataset = forecasts.dataset
     days = day_blocks(dataset.timestamps[dataset.anchors.numpy()])
-    metrics = score(pred, target, levels, baselines=everyone, days=days)
+    metrics = score(pred, target, levels, baselines=everyone, days=days, unavailable=absurd)
     return Scored(
         metrics=metrics,
         table=results_table(metrics, levels),
@@ -75,6 +85,29 @@ def score_windows(
         target=target,
         baselines=everyone,
     )
+
+
+def absurd_baselines(forecasts: dict[str, np.ndarray], historical: np.ndarray) -> dict[str, str]:
+    """{name: why} the baselines whose forecasts are absurd (docs/forecasting.md): a quantile
+    beyond ABSURD_FACTOR times the largest training quantile (`historical`, the train
+    targets' unconditional quantiles, bp). A baseline fitted on too little data (a HAR on a
+    few hundred rows after its week of warm-up) forecast 1e10 to 1e28 bp where returns are a
+    few bp, and its loss was printed as a number (issue 42). Each is logged once."""
+    reach = float(np.max(np.abs(historical), initial=0.0))
+    if not np.isfinite(reach) or reach <= 0:  # constant training targets: no scale to judge by
+        return {}
+    bound = ABSURD_FACTOR * reach
+    out = {}
+    for name, forecast in forecasts.items():
+        finite = forecast[np.isfinite(forecast)]
+        largest = float(np.max(np.abs(finite), initial=0.0))
+        if largest > bound:
+            out[name] = (
+                f"absurd forecasts: a quantile of {largest:.3g} bp, over {ABSURD_FACTOR:g} x the "
+                f"largest training quantile ({reach:.3g} bp); fitted on too little data?"
+            )
+            log.warning("baseline %s unavailable: %s", name, out[name])
+    return out
 
 
 def validation_reference(

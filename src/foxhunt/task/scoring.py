@@ -27,6 +27,7 @@ def score(
     *,
     baselines: dict[str, np.ndarray],
     days: np.ndarray | None = None,
+    unavailable: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The model's metrics and each baseline's on the same windows (`baselines`: {name:
     [N, H, Q]}, foxhunt.scoring's `RunBaselines.forecasts`); everything in basis points. A
@@ -34,12 +35,17 @@ def score(
     difference (task/difference.py) on the per-window losses: DM of the TFT against each, the
     MCS over all; `days` [N] labels each window's day for the paired day-block bootstrap and
     the MCS's block length. "coverage_tests": Kupiec and Christoffersen per forecaster and
-    quantile level."""
+    quantile level. `unavailable`: {name: why} baselines reported unavailable whatever their
+    forecasts (absurd ones: foxhunt.scoring's `absurd_baselines`), logged by the caller."""
+    unavailable = unavailable or {}
     scored = {}
     losses = {"tft": window_losses(pred, target, quantiles)}
     coverage = {"tft": coverage_tests(pred, target, quantiles)}
     for name, forecast in baselines.items():
-        if np.isfinite(forecast).all():
+        if name in unavailable:
+            scored[name] = unavailable_metrics(quantiles, len(target), unavailable[name])
+            losses[name] = np.full(len(target), np.nan)
+        elif np.isfinite(forecast).all():
             scored[name] = forecast_metrics(forecast, target, quantiles)
             losses[name] = window_losses(forecast, target, quantiles)
             coverage[name] = coverage_tests(forecast, target, quantiles)

@@ -11,6 +11,7 @@ import pandas as pd
 
 from foxhunt.data.features.bars import Bars, session_gap, session_numbers
 from foxhunt.data.features.base import Features, base_columns, log_returns
+from foxhunt.data.features.expiry import check_contracts
 from foxhunt.data.features.group import Fill
 from foxhunt.data.features.known import known_calendar
 from foxhunt.data.features.matrix import compact_columns, write_columns
@@ -60,12 +61,16 @@ def row_contracts(frame: pd.DataFrame, spec: FeatureSpec) -> np.ndarray | None:
     column = spec.contract_column
     if column is None or not spec.reads_contracts:
         return None
+    source = str(frame.attrs.get("source", "the bars"))
     if column not in frame.columns:
         raise DataError(
-            f"{frame.attrs.get('source', 'the bars')}: no contract column {column!r}, which "
+            f"{source}: no contract column {column!r}, which "
             "the run's group 'expiry' reads; use bars that name each bar's contract"
         )
-    return np.asarray(frame[column].astype(str).to_numpy(), dtype=object)
+    contracts = np.asarray(frame[column].astype(str).to_numpy(), dtype=object)
+    times = pd.DatetimeIndex(frame["timestamp"]).as_unit("ns").asi8
+    check_contracts(contracts, times, column=column, source=source)
+    return contracts
 
 
 def library_inputs(

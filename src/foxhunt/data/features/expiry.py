@@ -14,6 +14,8 @@ forecast bar's contract is its anchor's.
 
 from __future__ import annotations
 
+import datetime as dt
+import logging
 import re
 
 import numpy as np
@@ -27,6 +29,12 @@ _CODE = re.compile(rf"^[A-Z0-9]*?([{MONTHS}])(\d{{4}}|\d{{1,2}})$")
 _DATE = re.compile(r"^(\d{4})-?(\d{2})-?(\d{2})")
 EXPIRY_ZONE = "America/New_York"
 EXPIRY_MINUTE = 9 * 60 + 30
+#: a contract whose first bar comes this long after its expiry is warned about: its name or
+#: year is likely wrong (the third Friday is a few days off the real expiry of some products,
+#: never a month)
+STALE_NS = 31 * 86_400 * 10**9
+
+log = logging.getLogger("foxhunt.data")
 
 
 def contract_month(name: object) -> tuple[int, int, int | None]:
@@ -36,6 +44,13 @@ def contract_month(name: object) -> tuple[int, int, int | None]:
     text = name.strip().upper()
     if date := _DATE.match(text):
         year, month, day = (int(x) for x in date.groups())
+        try:  # 2026-13-01 was an internal error, 2026-02-30 silently March 2 (issue 42)
+            dt.date(year, month, day)
+        except ValueError as exc:
+            raise DataError(
+                f"contract {name!r}: not a date ({exc}); name contracts by a futures code "
+                "(ESH6) or a real expiry date (2026-03-20)"
+            ) from None
         return month, year, day
     if code := _CODE.match(text):
         return MONTHS.index(code.group(1)) + 1, int(code.group(2)), None
@@ -77,6 +92,38 @@ def minutes_to_expiry(times_ns: np.ndarray, contracts: np.ndarray) -> np.ndarray
         pairs, inverse = np.unique(years, return_inverse=True)  # a few years, not N rows
         out[rows] = (expiry_ns(month, pairs, day)[inverse] - times_ns[rows]) / 60e9
     return out
+
+
+def check_contracts(
+    contracts: np.ndarray, times_ns: np.ndarray, *, column: str, source: str
+) -> None:
+    """Every contract name of the `column` holds an expiry (DataError naming the file, the
+    column and the first bad value, in row order); one warning for contracts whose bars all
+    come over a month after their expiry."""
+    codes, names = pd.factorize(np.asarray(contracts, dtype=str))  # in order of appearance
+    stale: list[str] = []
+    for code, name in enumerate(names):
+        try:
+            month, digits, day = contract_month(name)
+        except DataError as exc:
+            raise DataError(f"{source}: column {column!r}: {exc}") from None
+        first = int(times_ns[codes == code].min())
+        bar_year = np.asarray([pd.Timestamp(first).year])
+        expiry = int(expiry_ns(month, _year(digits, bar_year), day)[0])
+        if first - expiry > STALE_NS:
+            when = pd.Timestamp(expiry, tz="UTC").tz_convert(EXPIRY_ZONE)
+            days = (first - expiry) // (86_400 * 10**9)
+            stale.append(f"{str(name)!r} expired {when:%Y-%m-%d}, {days} days before its first bar")
+    if stale:
+        log.warning(
+            "%s: column %r: %d contract(s) expired long before their bars (%s%s); group "
+            "'expiry' reads them as minutes since an old expiry: check the names or years",
+            source,
+            column,
+            len(stale),
+            stale[0],
+            ", ..." if len(stale) > 1 else "",
+        )
 
 
 def compute(rows: KnownRows, windows: tuple[int, ...]) -> np.ndarray:

@@ -39,20 +39,12 @@ def volume_profile(
     return tuple(out)
 
 
-def fit_feature_state(
-    frame: pd.DataFrame,
-    spec: FeatureSpec,
-    *,
-    series_codes: np.ndarray,
-    train: np.ndarray,
-    timezone: str,
-    spacing_ns: int,
-    contract_column: str | None = None,
-) -> FeatureSpec:
-    """`spec` with its state fitted on the rows where `train` is set (no state without groups);
-    `contract_column` is the frame's contract column (None: it has none)."""
-    if not spec.groups:
-        return spec
+def check_groups(
+    spec: FeatureSpec, *, series_codes: np.ndarray, contract_column: str | None
+) -> None:
+    """What the chosen groups need of the bars (ConfigError naming DataConfig.feature_groups):
+    a contract column for `expiry`, series longer than every window. `train` checks it before
+    fitting, `inspect --features` before listing (issue 42: it listed inputs train refused)."""
     if spec.reads_contracts and contract_column is None:
         raise ConfigError(
             "DataConfig.feature_groups: group 'expiry' reads each bar's contract and the bars "
@@ -67,6 +59,23 @@ def fit_feature_state(
                 f"({column.group}) is longer than the longest series ({longest} bars); use "
                 "shorter windows or more bars"
             )
+
+
+def fit_feature_state(
+    frame: pd.DataFrame,
+    spec: FeatureSpec,
+    *,
+    series_codes: np.ndarray,
+    train: np.ndarray,
+    timezone: str,
+    spacing_ns: int,
+    contract_column: str | None = None,
+) -> FeatureSpec:
+    """`spec` with its state fitted on the rows where `train` is set (no state without groups);
+    `contract_column` is the frame's contract column (None: it has none)."""
+    if not spec.groups:
+        return spec
+    check_groups(spec, series_codes=series_codes, contract_column=contract_column)
     state = replace(spec, session_gap_ns=int(SESSION_GAP_FACTOR * spacing_ns))
     if spec.reads_contracts:
         state = replace(state, contract_column=contract_column)
