@@ -93,7 +93,7 @@ def _encode_new_run(
         extra_columns=spec.user_columns,
         contract_column=config.contract_column,
         roll_adjust=config.roll_adjust,
-        rolls=config.path is not None,  # the built-in bars have none
+        may_roll=config.path is not None,  # the built-in bars have no rolls
     )
     timezone = timezone_name(frame["timestamp"].dt.tz)
     spec = replace(spec, calendar=new_run_calendar(config, frame, source))

@@ -24,11 +24,11 @@ def validated_series(
     extra_columns: Sequence[str] = (),
     contract_column: str | None = None,
     roll_adjust: str | None = None,
-    rolls: bool = True,
+    may_roll: bool = True,
 ) -> tuple[pd.DataFrame, str | None]:
     """The checked, sorted frame and the contract column its series are split on (None: one
     series per symbol). `contract_column` and `roll_adjust` are DataConfig's settings;
-    `rolls` False: bars made without contract rolls (the built-in ones), not searched for
+    `may_roll` False: bars made without contract rolls (the built-in ones), not searched for
     them."""
     column = find_contract_column(frame, contract_column, source)
     valid = validate_bars(
@@ -46,7 +46,7 @@ def validated_series(
                 contract_column,
                 roll_adjust,
             )
-        if rolls:
+        if may_roll:
             warn_suspect_jumps(valid, source)
         return valid, None
     if roll_adjust is None:
