@@ -70,9 +70,13 @@ def weighted_grns(
     return (normed * weights.t().unsqueeze(-1)).sum(0) + weights @ norm_b  # eq. 8
 
 
+#: The keep mask of a block of (variables, rows) cells, [v, r, g] bool, or None.
+KeepMask = Callable[[slice, slice], Tensor | None]
+
+
 def keep_mask(
     seed: Tensor | None, threshold: int, mask: Tensor | None, shape: tuple[int, int, int]
-) -> Callable[[slice, slice], Tensor | None]:
+) -> KeepMask:
     """The keep mask of a block of (variables, rows), [v, r, g] bool, from a drawn ``mask``
     (GPU) or a hashed ``seed`` (CPU: the bits the C++ kernel computes), or None."""
 
@@ -160,28 +164,37 @@ def grn_cells_backward(
     mask: Tensor | None,
     need_z: bool,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
-    """Gradients of z (empty unless ``need_z``), weights and the five parameters."""
+    """The C++ kernel's backward (recomputing): gradients of z (empty unless ``need_z``),
+    weights and the five parameters. Only where the kernel runs the forward."""
     params = (in_w, fc2, glu, norm_w, norm_b)
     kernel = grn_cells.kernel_for(mask, grad, z, weights, *params)
-    if kernel is not None:
-        drop = _seed(seed, threshold)
-        return grn_cells.backward(kernel, grad, z, weights, params, drop, need_z, EPS)
-    (n, rows, _), d = z.shape, norm_w.shape[-1]
-    keep = keep_mask(seed, threshold, mask, (n, rows, fc2.shape[-1] - 1))
+    if kernel is None:
+        raise RuntimeError("foxhunt::grn_cells_backward runs the C++ kernel only")
+    drop = _seed(seed, threshold)
+    return grn_cells.backward(kernel, grad, z, weights, params, drop, need_z, EPS)
+
+
+def _blocked_backward(
+    grad: Tensor, z: Tensor, weights: Tensor, params: list[Tensor], keep: KeepMask
+) -> tuple[Tensor, ...]:
+    """Elsewhere, block by block: each block's forward recomputed and its gradients taken by
+    ``torch.func.vjp`` of :func:`weighted_grns` (an op's implementation runs below autograd,
+    so this runs in the op's autograd formula, not in an op)."""
     d_z, d_weights, *d_params = (torch.zeros_like(t) for t in (z, weights, *params))
-    for vs, rs in _blocks(n, rows, _cells(z.device, d)):
+    n, rows, _ = z.shape
+    for vs, rs in _blocks(n, rows, _cells(z.device, params[3].shape[-1])):
         keep_b = keep(vs, rs)
 
-        def block_fn(zb: Tensor, wb: Tensor, *pb: Tensor, keep_b: Tensor | None = keep_b) -> Tensor:
+        def block(zb: Tensor, wb: Tensor, *pb: Tensor, keep_b: Tensor | None = keep_b) -> Tensor:
             return weighted_grns(zb, wb, keep_b, *pb)
 
-        _, vjp = torch.func.vjp(block_fn, z[vs, rs], weights[rs, vs], *(p[vs] for p in params))
+        _, vjp, *_ = torch.func.vjp(block, z[vs, rs], weights[rs, vs], *(p[vs] for p in params))
         gz, gw, *gp = vjp(grad[rs].contiguous())
         d_z[vs, rs] += gz
         d_weights[rs, vs] += gw
         for total, part in zip(d_params, gp, strict=True):
             total[vs] += part
-    return (d_z if need_z else z.new_empty(0), d_weights, *d_params)  # type: ignore[return-value]
+    return d_z, d_weights, *d_params
 
 
 @grn_cells_backward.register_fake
@@ -200,9 +213,14 @@ def _backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
     z, weights, *params, seed, mask = ctx.saved_tensors
     need_z = ctx.needs_input_grad[0]
     with torch.autocast(grad.device.type, enabled=False):
-        d_z, *grads = grn_cells_backward(
-            grad.to(z.dtype), z, weights, *params, seed, ctx.threshold, mask, need_z
-        )
+        grad = grad.to(z.dtype)
+        if grn_cells.kernel_for(mask, grad, z, weights, *params) is not None:
+            d_z, *grads = grn_cells_backward(
+                grad, z, weights, *params, seed, ctx.threshold, mask, need_z
+            )
+        else:
+            keep = keep_mask(seed, ctx.threshold, mask, (*z.shape[:2], params[1].shape[-1] - 1))
+            d_z, *grads = _blocked_backward(grad, z, weights, params, keep)
     return (d_z if need_z else None, *grads, None, None, None)
 
 
