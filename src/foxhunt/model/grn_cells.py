@@ -1,12 +1,14 @@
 """The C++ kernel of a VSN's per-variable GRNs (grn_cells.cpp), built once per machine.
 
 On CPU in float32 the ``foxhunt::grn_cells`` op (fused_grns.py) runs in this kernel: a VSN's
-n GRNs and their selection-weighted sum, (variable, row)
-cell by cell: matmuls, ELU, dropout, GLU, skip, LayerNorm and sum in registers and L1,
-forward and a recomputing backward, with nothing of width [variables, rows, *] in memory
-(the training step's speed-up over the bmm path it replaced: docs/performance.md). Built
-on first use by :mod:`foxhunt.cpp_kernels` (about a minute, then cached). Without a C++ compiler, or with
-``FOXHUNT_FUSED_KERNEL=0``, fused_grns' blocked ATen path runs instead: the same math, slower.
+n GRNs and their selection-weighted sum, (variable, row) cell by cell: matmuls, ELU,
+dropout, GLU, skip, LayerNorm and sum in registers and L1, forward and a recomputing
+backward, with nothing of width [variables, rows, *] in memory (the training step's
+speed-up over the bmm path it replaced: docs/performance.md). It is an implementation, not
+a definition: the math is ``fused_grns.weighted_grns``, and tests/model/test_grn_op.py holds
+the kernel to it. Built on first use by :mod:`foxhunt.cpp_kernels` (about a minute, then
+cached). Without a C++ compiler, or with ``FOXHUNT_FUSED_KERNEL=0``, the op runs that Python
+function block by block instead: the same math, slower.
 """
 
 from __future__ import annotations
