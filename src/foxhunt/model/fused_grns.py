@@ -88,7 +88,8 @@ def keep_mask(
         n, rows, g = shape
         first = torch.arange(n, device=seed.device)[vs, None] * rows
         cells = first + torch.arange(rows, device=seed.device)[rs]  # [v, r] flat cell indices
-        return HashedMask(seed, threshold).keep(cells[..., None] * g + torch.arange(g))
+        index = cells[..., None] * g + torch.arange(g, device=seed.device)  # [v, r, g]
+        return HashedMask(seed, threshold).keep(index)
 
     return block
 
