@@ -13,10 +13,15 @@ import torch
 from torch import Tensor
 from torch.utils.flop_counter import FlopCounterMode
 
+from foxhunt import TemporalFusionTransformer, TFTConfig
+from foxhunt.exports import onnx_trace
+from foxhunt.exports.onnx_spec import used_inputs
+from foxhunt.exports.onnx_trace import trace
 from foxhunt.model import fused_grns, grn_cells
 from foxhunt.model.dropout import KEEP_ALL, FastDropout
 from foxhunt.model.variable_grns import VariableGRNs, _carry_one, _with_bias
 from foxhunt.model.variable_selection import VariableSelectionNetwork
+from helpers import tiny_run
 
 RequireKernel = Callable[[ModuleType | None, str], ModuleType]
 N, ROWS, K, G, D = 4, 6, 3, 3, 5
@@ -217,12 +222,28 @@ def _every_path(vsn: VariableSelectionNetwork, inputs: tuple[Tensor, ...]) -> di
         }
 
 
+def _exported_tft(model_config: TFTConfig) -> np.ndarray:
+    """A small TFT's forecasts from its ONNX trace (``onnx_trace.trace``, what
+    ``foxhunt export --onnx`` writes) under ONNX Runtime."""
+    import onnxruntime as ort
+
+    config = tiny_run(model=model_config)
+    torch.manual_seed(0)
+    model = TemporalFusionTransformer(config.model)
+    session = ort.InferenceSession(trace(model, config), providers=["CPUExecutionProvider"])
+    names = used_inputs(config)
+    feeds = {
+        n: t.numpy() for n, t in zip(names, onnx_trace._example(config, names, 2), strict=True)
+    }
+    return np.asarray(session.run(None, feeds)[0])
+
+
 def _float(inputs: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
     return tuple(t.float() if t.is_floating_point() else t for t in inputs)
 
 
 def test_a_change_of_the_python_math_reaches_every_path_or_the_kernel_test_fails(
-    monkeypatch: pytest.MonkeyPatch, require_kernel: RequireKernel
+    monkeypatch: pytest.MonkeyPatch, require_kernel: RequireKernel, cfg: TFTConfig
 ) -> None:
     """Plant "+1" in :func:`fused_grns.weighted_grns`: eager, export, compile and ONNX all
     move; the C++ kernel cannot, and its test against the math fails."""
@@ -233,5 +254,9 @@ def test_a_change_of_the_python_math_reaches_every_path_or_the_kernel_test_fails
     after = _every_path(vsn.double(), inputs)
     for path in before:
         assert not torch.allclose(after[path].double(), before[path].double()), path
+    monkeypatch.undo()
+    trace_before = _exported_tft(cfg)
+    monkeypatch.setattr(fused_grns, "weighted_grns", _planted)
+    assert not np.allclose(_exported_tft(cfg), trace_before)  # the export door's own trace
     with pytest.raises(AssertionError, match="out"):
         _assert_kernel_follows_the_math("none")
