@@ -34,7 +34,30 @@ def test_eval_and_zero_p_are_identity() -> None:
 
 
 def test_is_an_nn_dropout() -> None:
-    assert isinstance(FastDropout(0.1), torch.nn.Dropout)
+    """It stands in for an nn.Dropout: found as one, ``p`` checked and kept as nn.Dropout's,
+    no state in checkpoints, train/eval from its parent, and its mask from the global RNG,
+    so that activation checkpointing's RNG replay recomputes the same mask in backward."""
+    drop = FastDropout(0.25)
+    assert isinstance(drop, torch.nn.Dropout) and drop.p == 0.25 and not drop.inplace
+    with pytest.raises(ValueError, match="probability"):
+        FastDropout(1.5)
+    assert drop.state_dict() == {}
+    parent = torch.nn.Sequential(drop).eval()
+    x = torch.randn(64, 32, requires_grad=True)
+    assert torch.equal(parent(x), x)
+    parent.train()
+    torch.manual_seed(0)
+    state = torch.get_rng_state()
+    first = drop(x)
+    assert not torch.equal(torch.get_rng_state(), state)  # drawn from the global RNG ...
+    torch.manual_seed(1)
+    assert not torch.equal(drop(x), first)  # ... which seeding steers
+    y = torch.utils.checkpoint.checkpoint(drop, x, use_reentrant=False)
+    y.backward(torch.ones_like(y))
+    assert 0 < int((y == 0).sum()) < y.numel()
+    # the recomputed mask is the forward's: gradient 1/keep exactly where y kept x
+    assert x.grad is not None
+    torch.testing.assert_close(x.grad, (y != 0).float() / drop.keep_probability)
 
 
 def test_hashed_mask_keeps_the_right_share_independently_of_the_seed() -> None:

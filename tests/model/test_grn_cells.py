@@ -38,18 +38,15 @@ def test_off_the_cpu_the_kernel_is_never_built_and_the_mask_is_drawn_there(
         raise AssertionError("the CPU kernel was loaded for tensors off the CPU")
 
     masks: list[object] = []
-    blocks: list[int] = []
-    real_op = fused_grns.fused_weighted_grns
+    real_op = fused_grns.grn_cells_op
 
-    def spy(
-        z: torch.Tensor, weights: torch.Tensor, mask: fused_grns.Mask, cells: int, *rest: Any
-    ) -> Any:
-        masks.append(mask)
-        blocks.append(cells)
-        return real_op(z, weights, mask, cells, *rest)
+    def spy(*args: Any) -> Any:
+        masks.append(args[-1])  # the drawn mask (the hashed seed is args[-3])
+        assert args[-3] is None
+        return real_op(*args)
 
     monkeypatch.setattr(grn_cells, "load", no_build)
-    monkeypatch.setattr(fused_grns, "fused_weighted_grns", spy)
+    monkeypatch.setattr(fused_grns, "grn_cells_op", spy)
     # autocast knows no meta device; the module turns it off around the op, a no-op here
     monkeypatch.setattr(torch, "autocast", lambda *args, **kwargs: contextlib.nullcontext())
     vsn = VariableSelectionNetwork(
@@ -66,7 +63,7 @@ def test_off_the_cpu_the_kernel_is_never_built_and_the_mask_is_drawn_there(
     vsn.eval()(real, codes, context)[0].sum().backward()  # no mask: the kernel's other way in
     assert masks[2:] == [None, None]
     # blocks bounded by the device's budget (GLU input [cells, 2 * 8]), not the CPU's cache
-    assert set(blocks) == {fused_grns.DEVICE_BLOCK_ELEMENTS // 16}
+    assert fused_grns._cells(real.device, 8) == fused_grns.DEVICE_BLOCK_ELEMENTS // 16
 
 
 def _run(grns: VariableGRNs, z: torch.Tensor, w: torch.Tensor, seed: int) -> list[torch.Tensor]:

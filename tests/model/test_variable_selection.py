@@ -130,7 +130,9 @@ def test_blocking_does_not_change_the_result(monkeypatch: pytest.MonkeyPatch) ->
     torch.testing.assert_close(fast(real, codes, ctx)[0], blocked, atol=1e-12, rtol=1e-12)
 
 
-def test_a_drawn_mask_gives_the_same_result_in_blocks_as_in_one() -> None:
+def test_a_drawn_mask_gives_the_same_result_in_blocks_as_in_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The GPU's way (a bool keep mask drawn whole, sliced per block) on the ATen path."""
     torch.manual_seed(0)
     n, rows, g, d = 5, 7, 3, 4
@@ -142,9 +144,10 @@ def test_a_drawn_mask_gives_the_same_result_in_blocks_as_in_one() -> None:
     params = (grns.input_weight(), *_stacked(grns))
 
     def run(cells: int) -> list[torch.Tensor]:
+        monkeypatch.setattr(fused_grns, "_cells", lambda *_: cells)
         inputs = [t.detach().requires_grad_() for t in (z, weights, *params)]
         z_, w_, *p_ = inputs
-        out = fused_grns.fused_weighted_grns(z_, w_, keep, cells, *p_)
+        out = fused_grns.grn_cells_op(z_, w_, *p_, None, grns.dropout.keep_threshold, keep)
         (out * torch.linspace(-1, 1, out.numel(), dtype=out.dtype).view_as(out)).sum().backward()
         return [out.detach(), *(t.grad for t in inputs)]  # type: ignore[misc]
 

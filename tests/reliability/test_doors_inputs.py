@@ -3,6 +3,8 @@ line naming the file, column, flag or section."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 import sys
@@ -10,11 +12,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
+from foxhunt.cli import main
 from foxhunt.cli.export import check_calibration_bars
 from foxhunt.data import generate_bars
 
-from .helpers import SMALL, cli, refused
+from .helpers import SMALL, refused
 
 
 def test_int8_calibration_refuses_bars_other_than_the_runs(
@@ -71,10 +75,20 @@ def test_a_config_section_that_is_not_a_mapping_is_refused(
 
 
 def test_an_empty_config_section_is_no_section(tmp_path: Path) -> None:
-    path = tmp_path / "c.yaml"
-    path.write_text("model:\ntraining:\n  lr: 0.5\n")
-    code, err = cli(["train", "--config", path, "--print-config"])
-    assert code == 0, err
+    """`model:` (empty) resolves as if the file had no model section, and the file's other
+    sections still apply."""
+    printed = []
+    for text in ("model:\ntraining:\n  lr: 0.5\n", "training:\n  lr: 0.5\n"):
+        path = tmp_path / "c.yaml"
+        path.write_text(text)
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(["train", "--config", str(path), "--print-config"])
+        assert code == 0, err.getvalue()
+        printed.append(yaml.safe_load(out.getvalue()))
+    empty, absent = printed
+    assert empty["training"]["lr"] == 0.5
+    assert empty == absent
 
 
 @pytest.mark.parametrize("value", ["{}", ""])

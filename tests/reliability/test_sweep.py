@@ -174,8 +174,15 @@ def test_a_path_that_is_not_utf8_is_read(finished: Path, bars_file: Path, tmp_pa
     """A valid file under a non-UTF-8 name was refused as "not a Parquet/CSV file"."""
     odd = Path(os.fsdecode(bytes(tmp_path) + b"/bars\xff.parquet"))
     shutil.copyfile(bars_file, odd)
-    code, err = cli(["evaluate", finished, "--parquet-file", odd])
-    assert code == 0, err
+    metrics = []
+    for path in (odd, bars_file):
+        out = tmp_path / f"metrics-{len(metrics)}.json"
+        code, err = cli(["evaluate", finished, "--parquet-file", path, "--json", out])
+        assert code == 0, err
+        metrics.append(json.loads(out.read_text()))
+    assert metrics[0].pop("source") == os.fsdecode(odd)  # read from the odd name ...
+    metrics[1].pop("source")
+    assert metrics[0] == metrics[1]  # ... the same bars as the plain one: the same scores
 
 
 def test_a_semicolon_separated_csv_is_named_as_such(tmp_path: Path) -> None:

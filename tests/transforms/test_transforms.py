@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -96,12 +99,34 @@ def test_qat_is_prepared_after_checkpointing_as_by_hand(cfg: TFTConfig) -> None:
     torch.testing.assert_close(outputs[0], outputs[1], rtol=0, atol=0)
 
 
+#: the public names each module promises (README, docs/architecture.md): a removal fails
+PUBLIC = {
+    "foxhunt": [
+        "TFTBatch", "TFTConfig", "TFTOutput", "TemporalFusionTransformer", "apply_checkpointing",
+        "apply_model_transforms", "checkpointed_segments", "quantile_loss", "remove_checkpointing",
+    ],
+    "foxhunt.transforms": [
+        "Policy", "apply_checkpointing", "apply_model_transforms", "checkpointed_segments",
+        "convert", "prepare_qat", "remove_checkpointing", "resolve_policy",
+    ],
+}  # fmt: skip
+
+
 def test_the_public_names_stay_importable() -> None:
+    """Each promised name imports from a fresh interpreter (as a user's script starts, before
+    anything imported the lazy ones' modules), is in ``__all__``, and a re-export is the
+    same object as its source."""
+    lines = [f"from {module} import {', '.join(names)}" for module, names in PUBLIC.items()]
+    lines += [f"import {module}; print(sorted({module}.__all__))" for module in PUBLIC]
+    done = subprocess.run(
+        [sys.executable, "-c", "\n".join(lines)], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    for (module, names), listed in zip(PUBLIC.items(), done.stdout.splitlines(), strict=True):
+        assert set(names) <= set(ast.literal_eval(listed)), module
     import foxhunt.quant
     import foxhunt.transforms
 
     assert foxhunt.apply_checkpointing is foxhunt.transforms.apply_checkpointing
-    assert foxhunt.checkpointed_segments is foxhunt.transforms.checkpointed_segments
-    assert foxhunt.remove_checkpointing is foxhunt.transforms.remove_checkpointing
     assert foxhunt.transforms.prepare_qat is foxhunt.quant.prepare_qat
     assert foxhunt.transforms.convert is foxhunt.quant.convert

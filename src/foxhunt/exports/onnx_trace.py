@@ -1,29 +1,24 @@
 """The ONNX trace of a model: its FP32 graph as serialized bytes, batch axis dynamic.
 
-The graph is traced from the model built by ``build_model`` with its weights, in eval mode;
-the variable selection's per-variable GRNs run as plain, out-of-place tensor ops for the trace
-(the same math as the fused C++ kernel and its blocked ATen twin, whose row blocks and
-in-place writes a trace would freeze at the example's batch size).
+The graph is traced from the model built by ``build_model`` with its weights, in eval mode,
+by ``torch.export``; the variable selection's per-variable GRNs, one custom op there
+(``foxhunt::grn_cells``), are replaced by the op's decomposition (``fused_grns.DECOMPOSITIONS``,
+the Python function that defines its math) before the ONNX exporter sees the program.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import tempfile
-import types
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from foxhunt.batch import TFTBatch
 from foxhunt.exports.onnx_spec import OUTPUT, input_shapes, used_inputs
-from foxhunt.model.variable_grns import VariableGRNs
+from foxhunt.model import fused_grns
 from foxhunt.runs import ONNX_MODEL_FILE, RunConfig
 
 DEFAULT_OPSET = 18
@@ -62,42 +57,6 @@ class _Graph(nn.Module):
         return quantiles
 
 
-def _plain_grns(self: VariableGRNs, z: Tensor, in_weight: Tensor, weights: Tensor) -> Tensor:
-    """VariableGRNs.forward in eval mode as out-of-place ops on the whole batch (fused_grns'
-    math: [eta_2, 1] = ELU(z W), [eta_1, 1] = [eta_2, 1] fc2, GLU + skip, LayerNorm, sum)."""
-    g, d = self.hidden_size, self.output_size
-    ones = torch.ones_like(self.fc2_bias[:, :1]).unsqueeze(1)  # [n, 1, 1]
-    fc2 = torch.cat([self.fc2_weight, self.fc2_bias.unsqueeze(1)], 1)  # [n, g + 1, g]
-    carry = torch.cat([torch.zeros_like(fc2[..., :g, :1]), ones], 1)  # [n, g + 1, 1]
-    fc2 = torch.cat([fc2, carry], -1)  # [n, g + 1, g + 1]
-    glu = torch.cat([self.glu_weight, self.glu_bias.unsqueeze(1)], 1)  # [n, g + 1, 2d]
-    a2 = F.elu(torch.bmm(z, in_weight[..., : g + 1]))
-    gl = torch.bmm(torch.bmm(a2, fc2), glu)  # [n, R, 2d]
-    y = F.glu(gl, dim=-1) + torch.bmm(z, in_weight[..., g + 1 :])  # [n, R, d]
-    normed = F.layer_norm(y, (d,), None, None, 1e-5) * self.norm_weight.unsqueeze(1)
-    out = (normed * weights.t().unsqueeze(-1)).sum(0)  # [R, d]
-    return out + weights @ self.norm_bias
-
-
-@contextlib.contextmanager
-def _traceable(model: nn.Module) -> Iterator[None]:
-    """Swap the plain GRNs in for the fused op while tracing; the C++ kernels stay off."""
-    swapped = [m for m in model.modules() if isinstance(m, VariableGRNs)]
-    old = os.environ.get("FOXHUNT_FUSED_KERNEL")
-    os.environ["FOXHUNT_FUSED_KERNEL"] = "0"
-    for m in swapped:
-        m.forward = types.MethodType(_plain_grns, m)  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        for m in swapped:
-            del m.forward
-        if old is None:
-            os.environ.pop("FOXHUNT_FUSED_KERNEL", None)
-        else:
-            os.environ["FOXHUNT_FUSED_KERNEL"] = old
-
-
 def _example(config: RunConfig, names: tuple[str, ...], batch: int) -> tuple[Tensor, ...]:
     shapes = input_shapes(config)
     gen = torch.Generator().manual_seed(0)
@@ -126,14 +85,15 @@ def trace(
     names = used_inputs(config)
     graph = _Graph(model.eval(), names, config).eval()
     batch = torch.export.Dim("batch", min=1)
-    with _traceable(model), torch.no_grad(), warnings.catch_warnings():
+    with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        exported = torch.export.export(
+            graph, _example(config, names, 3), dynamic_shapes=(tuple({0: batch} for _ in names),)
+        )
         program = torch.onnx.export(
-            graph,
-            _example(config, names, 3),
+            exported.run_decompositions(fused_grns.DECOMPOSITIONS),
             input_names=list(names),
             output_names=[OUTPUT],
-            dynamic_shapes=(tuple({0: batch} for _ in names),),
             opset_version=opset,
             dynamo=True,
             optimize=True,

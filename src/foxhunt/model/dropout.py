@@ -23,6 +23,8 @@ from torch import Tensor, nn
 
 _LEVELS = 1 << 16
 _LOW32 = 0xFFFFFFFF
+KEEP_ALL = _LEVELS
+"""A keep threshold that keeps every element."""
 
 
 @dataclass(frozen=True)
@@ -31,8 +33,8 @@ class HashedMask:
     fmix32(fmix32(i + seed_lo) ^ seed_hi) are below ``threshold`` (MurmurHash3's finalizer,
     32-bit arithmetic; grn_cells.cpp computes the same). Indices wrap at 2^32 elements."""
 
-    seed: int
-    """64 bits from the global RNG."""
+    seed: int | Tensor
+    """64 bits from the global RNG (an int64 tensor of one element, or an int)."""
     threshold: int
     """The keep probability times 2^16; 2^16 keeps everything."""
 
@@ -76,7 +78,8 @@ class FastDropout(nn.Dropout):
 
     def hashed_mask(self, device: torch.device) -> HashedMask:
         """A :class:`HashedMask` with ``keep_probability``, its seed from ``device``'s RNG."""
-        seed = int(torch.randint(-(1 << 63), (1 << 63) - 1, (1,), device=device).item())
+        # a tensor, not .item(): a compiled step reads no value back into Python
+        seed = torch.randint(-(1 << 63), (1 << 63) - 1, (), device=device)
         return HashedMask(seed, self.keep_threshold)
 
     def forward(self, x: Tensor) -> Tensor:

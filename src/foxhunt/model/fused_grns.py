@@ -1,14 +1,18 @@
-"""One fused op for n GRNs and their weighted sum: eqs. 2-4 and 7-8 for a whole VSN.
+"""One op for n GRNs and their weighted sum: eqs. 2-4 and 7-8 for a whole VSN.
 
-Done with autograd, n = 220 GRNs over 64 steps x batch 32 materialize a dozen
-[n, rows, d_model] tensors (29M floats each) and stream them through memory forward and
-back. This op saves only its inputs and recomputes activations in backward. On CPU in
-float32 the C++ kernel (grn_cells.cpp) does the whole op a few (variable, row) cells at a
-time; elsewhere (GPU, float64, no compiler) the ATen path below walks blocks of (variables,
-rows), on CPU small enough to stay in cache, on a GPU small enough to bound the op's memory
-(DEVICE_BLOCK_ELEMENTS), with the matmuls batched over a block's variables (bmm). Forward
-and backward are written out by hand; tests compare both paths with autograd on the plain
-per-variable GRNs (reference.py).
+The math is written once, in :func:`weighted_grns`. It is registered as the custom op
+``foxhunt::grn_cells`` (with its backward, ``foxhunt::grn_cells_backward``), so autograd,
+``torch.compile``, ``FlopCounterMode`` and fake tensors all see one op with a known shape:
+
+- on CPU in float32 its implementation is the C++ kernel (grn_cells.cpp), which does the
+  whole op a few (variable, row) cells at a time and recomputes in backward: nothing of
+  width [variables, rows, *] is in memory. Tests hold it to :func:`weighted_grns`.
+- elsewhere (GPU, float64, no compiler) it runs :func:`weighted_grns` block by block of
+  (variables, rows), on CPU small enough to stay in cache, on a GPU small enough to bound
+  the op's memory (DEVICE_BLOCK_ELEMENTS); its backward recomputes each block and takes the
+  block's gradients with ``torch.func.vjp`` of the same function.
+- ``DECOMPOSITIONS`` maps the op to :func:`weighted_grns` on the whole tensors: what
+  ``torch.export`` programs (and so the ONNX export) and a decomposing compile run.
 
 Shapes: n variables, R rows, k input features (the last the constant 1), g GRN hidden,
 d output; weights are "augmented" (see variable_grns.py): their last input row is the bias.
@@ -16,20 +20,16 @@ d output; weights are "augmented" (see variable_grns.py): their last input row i
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from types import ModuleType
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+from torch.utils.flop_counter import register_flop_formula
 
 from foxhunt.model import grn_cells
-from foxhunt.model.dropout import HashedMask
-
-#: Dropout's keep mask on eta_1: a bool tensor [n, R, g], a seed to hash it from (the C++
-#: kernel takes only this kind, and never materializes it), or None for no dropout.
-Mask = Tensor | HashedMask | None
+from foxhunt.model.dropout import KEEP_ALL, HashedMask
 
 #: Cells (variable, row) per block are chosen so that each thread's share of the block's
 #: widest activation, [variables, rows, 2 * d] floats, stays near this many elements
@@ -44,21 +44,54 @@ DEVICE_BLOCK_ELEMENTS = 1 << 26
 EPS = 1e-5  # LayerNorm epsilon, as nn.LayerNorm
 
 
-def fused_weighted_grns(
+def weighted_grns(
     z: Tensor,  # [n, R, k]
     weights: Tensor,  # [R, n] selection weights
-    mask: Mask,  # dropout's keep mask on eta_1, [n, R, g] (its rescaling is folded in glu)
-    cells: int,  # block size in (variable, row) cells
+    keep: Tensor | None,  # dropout's keep mask on eta_1, [n, R, g] bool (rescaling is in glu)
     in_w: Tensor,  # [n, k, g + 1 + d]: z -> [fc1 pre-activation | 1 | skip]
     fc2: Tensor,  # [n, g + 1, g + 1]: [eta_2, 1] -> [eta_1, 1]
     glu: Tensor,  # [n, g + 1, 2d]: [eta_1, 1] -> GLU input (values | gates)
     norm_w: Tensor,  # [n, d] LayerNorm weights
     norm_b: Tensor,  # [n, d] LayerNorm biases
 ) -> Tensor:
-    """out[r] = sum_j weights[r, j] * GRN_j(z[j, r]) -> [R, d]."""
-    out = _FusedWeightedGRNs.apply(z, weights, mask, cells, in_w, fc2, glu, norm_w, norm_b)
-    assert isinstance(out, Tensor)
-    return out
+    """out[r] = sum_j weights[r, j] * GRN_j(z[j, r]) -> [R, d]: the op's math, every path's.
+
+    The augmented weights' bias rows are added here as biases, and their columns that carry
+    the constant 1 along (for the kernel's matmuls) are not read: a 1 has no gradient.
+    """
+    g, d = fc2.shape[-1] - 1, norm_w.shape[-1]
+    eta2 = F.elu(torch.bmm(z, in_w[..., :g]))  # eq. 4; z ends in a 1: fc1's bias row
+    eta1 = torch.baddbmm(fc2[:, g:, :g], eta2, fc2[:, :g, :g])  # eq. 3 [n, R, g]
+    if keep is not None:
+        eta1 = eta1 * keep  # dropout (its rescaling is folded into glu)
+    gated = F.glu(torch.baddbmm(glu[:, g:], eta1, glu[:, :g]), dim=-1)  # eq. 5 [n, R, d]
+    y = gated + torch.bmm(z, in_w[..., g + 1 :])  # + skip
+    normed = F.layer_norm(y, (d,), None, None, EPS) * norm_w.unsqueeze(1)  # eq. 2, no bias
+    return (normed * weights.t().unsqueeze(-1)).sum(0) + weights @ norm_b  # eq. 8
+
+
+#: The keep mask of a block of (variables, rows) cells, [v, r, g] bool, or None.
+KeepMask = Callable[[slice, slice], Tensor | None]
+
+
+def keep_mask(
+    seed: Tensor | None, threshold: int, mask: Tensor | None, shape: tuple[int, int, int]
+) -> KeepMask:
+    """The keep mask of a block of (variables, rows), [v, r, g] bool, from a drawn ``mask``
+    (GPU) or a hashed ``seed`` (CPU: the bits the C++ kernel computes), or None."""
+
+    def block(vs: slice, rs: slice) -> Tensor | None:
+        if mask is not None:
+            return mask[vs, rs]
+        if seed is None or threshold >= KEEP_ALL:
+            return None
+        n, rows, g = shape
+        first = torch.arange(n, device=seed.device)[vs, None] * rows
+        cells = first + torch.arange(rows, device=seed.device)[rs]  # [v, r] flat cell indices
+        index = cells[..., None] * g + torch.arange(g, device=seed.device)  # [v, r, g]
+        return HashedMask(seed, threshold).keep(index)
+
+    return block
 
 
 def _blocks(n: int, rows: int, cells: int) -> Iterator[tuple[slice, slice]]:
@@ -70,186 +103,187 @@ def _blocks(n: int, rows: int, cells: int) -> Iterator[tuple[slice, slice]]:
             yield slice(v, min(v + nv, n)), slice(r, r + nr)
 
 
-def _kernel(mask: Mask, *tensors: Tensor) -> ModuleType | None:
-    """The C++ kernel for these tensors (float32 on CPU, where it builds) and a mask given by
-    a seed (or none), else None."""
-    if isinstance(mask, Tensor) or not grn_cells.usable(*tensors):
-        return None
-    return grn_cells.load()
+def _cells(device: torch.device, d: int) -> int:
+    """Cells per block whose widest activation [cells, 2d] stays in cache (CPU) or within
+    the bound on the op's memory (GPU)."""
+    budget = DEVICE_BLOCK_ELEMENTS
+    if device.type == "cpu":
+        budget = BLOCK_ELEMENTS_PER_THREAD * torch.get_num_threads()
+    return max(1, budget // (2 * d))
 
 
-def _seed(mask: HashedMask | None) -> tuple[int, int]:
+def _seed(seed: Tensor | None, threshold: int) -> tuple[int, int]:
     """The kernel's dropout arguments: seed and keep threshold (2^16 keeps everything)."""
-    return (0, 1 << 16) if mask is None else (mask.seed, mask.threshold)
+    return (0, KEEP_ALL) if seed is None else (int(seed), threshold)
 
 
-def _block_mask(mask: Mask, vs: slice, rs: slice, shape: tuple[int, ...]) -> Tensor | None:
-    """The keep mask of one block of cells, [v, r, g] bool, for the ATen path."""
-    if mask is None:
-        return None
-    if isinstance(mask, Tensor):
-        return mask[vs, rs]
-    n, rows, g = shape  # hashed masks are built on CPU only (variable_grns.py)
-    first = torch.arange(vs.start, min(vs.stop, n))[:, None] * rows
-    cells = first + torch.arange(rs.start, min(rs.stop, rows))  # [v, r] flat cell indices
-    return mask.keep(cells[..., None] * g + torch.arange(g))
+@torch.library.custom_op("foxhunt::grn_cells", mutates_args=())
+def grn_cells_op(
+    z: Tensor,
+    weights: Tensor,
+    in_w: Tensor,
+    fc2: Tensor,
+    glu: Tensor,
+    norm_w: Tensor,
+    norm_b: Tensor,
+    seed: Tensor | None,
+    threshold: int,
+    mask: Tensor | None,
+) -> Tensor:
+    """:func:`weighted_grns`, dropout given by a hashed ``seed`` (int64, with ``threshold``)
+    or a drawn ``mask`` [n, R, g] bool; neither: no dropout."""
+    params = (in_w, fc2, glu, norm_w, norm_b)
+    kernel = grn_cells.kernel_for(mask, z, weights, *params)
+    if kernel is not None:
+        return grn_cells.forward(kernel, z, weights, params, _seed(seed, threshold), EPS)
+    (n, rows, _), d = z.shape, norm_w.shape[-1]
+    keep = keep_mask(seed, threshold, mask, (n, rows, fc2.shape[-1] - 1))
+    out = weights.new_zeros(rows, d)
+    for vs, rs in _blocks(n, rows, _cells(z.device, d)):
+        block = (p[vs] for p in params)
+        out[rs] += weighted_grns(z[vs, rs], weights[rs, vs], keep(vs, rs), *block)
+    return out
 
 
-def _gated(
-    z: Tensor, mask: Tensor | None, in_w: Tensor, fc2: Tensor, glu: Tensor
-) -> tuple[Tensor, Tensor, Tensor]:
-    """Eqs. 2-4 up to the GLU for one block, z [v, r, k]: [eta_2, 1], [eta_1, 1] and the GLU
-    input [v, r, 2d]."""
-    g = fc2.shape[-1] - 1
-    a2 = F.elu(torch.bmm(z, in_w[..., : g + 1]))  # [eta_2, 1]: ELU(1) = 1 passes the 1 on
-    e1 = torch.bmm(a2, fc2)  # [eta_1, 1] [v, r, g + 1]
-    if mask is not None:
-        e1[..., :g].mul_(mask.view(torch.uint8))  # dropout (a uint8 factor: 3x a bool's speed)
-    return a2, e1, torch.bmm(e1, glu)
+@grn_cells_op.register_fake
+def _fake_forward(z: Tensor, weights: Tensor, *rest: Any) -> Tensor:
+    return weights.new_empty(weights.shape[0], rest[3].shape[-1])  # [R, d]
 
 
-class _FusedWeightedGRNs(torch.autograd.Function):
-    @staticmethod
-    def forward(
-        ctx: Any,
-        z: Tensor,
-        weights: Tensor,
-        mask: Mask,
-        cells: int,
-        *params: Tensor,
-    ) -> Tensor:
-        tensor_mask = mask if isinstance(mask, Tensor) else None
-        ctx.save_for_backward(z, weights, tensor_mask, *params)
-        ctx.cells, ctx.hashed = cells, None if isinstance(mask, Tensor) else mask
-        in_w, fc2, glu, norm_w, norm_b = params
-        out = weights @ norm_b  # [R, d]: the LayerNorm biases, sum_j w_j b_j
-        kernel = _kernel(mask, z, weights, *params)
-        if kernel is not None:
-            z_c, weights_t, *weights_c = (
-                t.contiguous() for t in (z, weights.t(), in_w, fc2, glu, norm_w)
+@torch.library.custom_op("foxhunt::grn_cells_backward", mutates_args=())
+def grn_cells_backward(
+    grad: Tensor,
+    z: Tensor,
+    weights: Tensor,
+    in_w: Tensor,
+    fc2: Tensor,
+    glu: Tensor,
+    norm_w: Tensor,
+    norm_b: Tensor,
+    seed: Tensor | None,
+    threshold: int,
+    mask: Tensor | None,
+    need_z: bool,
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """The C++ kernel's backward (recomputing): gradients of z (empty unless ``need_z``),
+    weights and the five parameters. Only where the kernel runs the forward."""
+    params = (in_w, fc2, glu, norm_w, norm_b)
+    kernel = grn_cells.kernel_for(mask, grad, z, weights, *params)
+    if kernel is None:
+        raise RuntimeError("foxhunt::grn_cells_backward runs the C++ kernel only")
+    drop = _seed(seed, threshold)
+    return grn_cells.backward(kernel, grad, z, weights, params, drop, need_z, EPS)
+
+
+def _blocked_backward(
+    grad: Tensor, z: Tensor, weights: Tensor, params: list[Tensor], keep: KeepMask
+) -> tuple[Tensor, ...]:
+    """Elsewhere, block by block: each block's forward recomputed and its gradients taken by
+    ``torch.func.vjp`` of :func:`weighted_grns` (an op's implementation runs below autograd,
+    so this runs in the op's autograd formula, not in an op)."""
+    d_z, d_weights, *d_params = (torch.zeros_like(t) for t in (z, weights, *params))
+    n, rows, _ = z.shape
+    for vs, rs in _blocks(n, rows, _cells(z.device, params[3].shape[-1])):
+        keep_b = keep(vs, rs)
+
+        def block(zb: Tensor, wb: Tensor, *pb: Tensor, keep_b: Tensor | None = keep_b) -> Tensor:
+            return weighted_grns(zb, wb, keep_b, *pb)
+
+        _, vjp, *_ = torch.func.vjp(block, z[vs, rs], weights[rs, vs], *(p[vs] for p in params))
+        gz, gw, *gp = vjp(grad[rs].contiguous())
+        d_z[vs, rs] += gz
+        d_weights[rs, vs] += gw
+        for total, part in zip(d_params, gp, strict=True):
+            total[vs] += part
+    return d_z, d_weights, *d_params
+
+
+@grn_cells_backward.register_fake
+def _fake_backward(grad: Tensor, z: Tensor, weights: Tensor, *rest: Any) -> tuple[Tensor, ...]:
+    d_z = torch.empty_like(z) if rest[-1] else z.new_empty(0)
+    return (d_z, torch.empty_like(weights), *(torch.empty_like(p) for p in rest[:5]))
+
+
+def _setup_context(ctx: Any, inputs: tuple[Any, ...], output: Tensor) -> None:
+    *tensors, seed, threshold, mask = inputs
+    ctx.save_for_backward(*tensors, seed, mask)  # checkpointing: unpacked once, in backward
+    ctx.threshold = threshold
+
+
+def _backward(ctx: Any, grad: Tensor) -> tuple[Tensor | None, ...]:
+    z, weights, *params, seed, mask = ctx.saved_tensors
+    need_z = ctx.needs_input_grad[0]
+    with torch.autocast(grad.device.type, enabled=False):
+        grad = grad.to(z.dtype)
+        if grn_cells.kernel_for(mask, grad, z, weights, *params) is not None:
+            d_z, *grads = grn_cells_backward(
+                grad, z, weights, *params, seed, ctx.threshold, mask, need_z
             )
-            kernel.forward(z_c, weights_t, *_seed(ctx.hashed), *weights_c, out, EPS)
-            return out
-        skip_ws = in_w[..., fc2.shape[-1] :].contiguous()  # [n, k, d]
-        weights_t = weights.t().contiguous()  # [n, R]
-        for vs, rs in _blocks(z.shape[0], z.shape[1], cells):
-            mask_b = _block_mask(mask, vs, rs, (z.shape[0], z.shape[1], fc2.shape[-1] - 1))
-            zb, skip_w = z[vs, rs], skip_ws[vs]
-            _, _, gl = _gated(zb, mask_b, in_w[vs], fc2[vs], glu[vs])
-            w_b = weights_t[vs, rs].contiguous()
-            AtenTail.forward(gl, zb, skip_w, w_b, norm_w[vs], out[rs], EPS)
-        return out
-
-    @staticmethod
-    def backward(ctx: Any, grad_out: Tensor) -> tuple[Tensor | None, ...]:
-        z, weights, tensor_mask, *params = ctx.saved_tensors  # checkpointing: one unpack only
-        mask = tensor_mask if tensor_mask is not None else ctx.hashed
-        saved = (z, weights, mask, *params)
-        with torch.autocast(grad_out.device.type, enabled=False):
-            grad_out = grad_out.to(z.dtype).contiguous()
-            kernel = _kernel(mask, z, weights, *params, grad_out)
-            if kernel is not None:
-                grads = _kernel_backward(kernel, saved, ctx.needs_input_grad[0], grad_out)
-            else:
-                grads = _backward(saved, ctx.cells, ctx.needs_input_grad[0], grad_out)
-        return (grads[0], grads[1], None, None, *grads[2:])
+        else:
+            keep = keep_mask(seed, ctx.threshold, mask, (*z.shape[:2], params[1].shape[-1] - 1))
+            d_z, *grads = _blocked_backward(grad, z, weights, params, keep)
+    return (d_z if need_z else None, *grads, None, None, None)
 
 
-def _kernel_backward(
-    kernel: ModuleType, saved: tuple[Any, ...], need_z: bool, grad_out: Tensor
-) -> tuple[Tensor | None, ...]:
-    """The C++ kernel's backward: gradients of z, weights and the five parameters."""
-    z, weights, mask, in_w, fc2, glu, norm_w, norm_b = saved
-    z, in_w, fc2, glu, norm_w = (t.contiguous() for t in (z, in_w, fc2, glu, norm_w))
-    weights_t = weights.t().contiguous()  # [n, R]
-    d_weights_t = torch.empty_like(weights_t)
-    d_z = torch.empty_like(z) if need_z else z.new_empty(0)
-    d_in_w, d_fc2, d_glu = torch.zeros_like(in_w), torch.zeros_like(fc2), torch.zeros_like(glu)
-    d_norm_w = torch.zeros_like(norm_w)
-    kernel.backward(
-        z, weights_t, *_seed(mask), in_w, fc2, glu, norm_w, grad_out,
-        d_weights_t, d_z, d_in_w, d_fc2, d_glu, d_norm_w, EPS,
-    )  # fmt: skip
-    d_weights_t.addmm_(norm_b, grad_out.t())  # the LayerNorm biases' share
-    d_norm_b = weights_t @ grad_out  # [n, d]
-    return d_z if need_z else None, d_weights_t.t(), d_in_w, d_fc2, d_glu, d_norm_w, d_norm_b
+grn_cells_op.register_autograd(_backward, setup_context=_setup_context)
 
 
-def _backward(
-    saved: tuple[Any, ...], cells: int, need_z: bool, grad_out: Tensor
-) -> tuple[Tensor | None, ...]:
-    """The ATen path's backward, block by block."""
-    z, weights, mask, in_w, fc2, glu, norm_w, norm_b = saved
-    g = fc2.shape[-1] - 1
-    skip_ws = in_w[..., g + 1 :].contiguous()  # [n, k, d]
-    weights_t = weights.t().contiguous()  # [n, R]
-    d_in_w, d_fc2, d_glu = torch.zeros_like(in_w), torch.zeros_like(fc2), torch.zeros_like(glu)
-    d_norm_w = torch.zeros_like(norm_w)
-    d_norm_b = weights_t @ grad_out  # [n, d]
-    d_weights_t = norm_b @ grad_out.t()  # [n, R]
-    d_z = torch.zeros_like(z) if need_z else None
-    for vs, rs in _blocks(z.shape[0], z.shape[1], cells):
-        zb, mask_b = z[vs, rs], _block_mask(mask, vs, rs, (z.shape[0], z.shape[1], g))
-        a2, e1, gl = _gated(zb, mask_b, in_w[vs], fc2[vs], glu[vs])
-        w_b, grad_b, skip_w = weights_t[vs, rs].contiguous(), grad_out[rs], skip_ws[vs]
-        d_gl, d_w = torch.empty_like(gl), torch.empty_like(w_b)
-        d_y = gl.new_empty(*gl.shape[:-1], skip_w.shape[-1])
-        args = (gl, zb, skip_w, w_b, norm_w[vs], grad_b)
-        AtenTail.backward(*args, d_gl, d_y, d_w, d_norm_w[vs], EPS)
-        d_weights_t[vs, rs] += d_w
-        # GLU input gl = [eta_1, 1] @ glu, dropout, eta_1 = [eta_2, 1] @ fc2
-        d_glu[vs].baddbmm_(e1.transpose(1, 2), d_gl)
-        d_e1 = torch.bmm(d_gl, glu[vs, :g].transpose(1, 2))  # [v, r, g]
-        if mask_b is not None:
-            d_e1.mul_(mask_b.view(torch.uint8))
-        d_fc2[vs, :, :g].baddbmm_(a2.transpose(1, 2), d_e1)
-        d_a2 = torch.bmm(d_e1, fc2[vs, :g, :g].transpose(1, 2))  # [v, r, g]
-        d_pre = torch.ops.aten.elu_backward(d_a2, 1.0, 1.0, 1.0, True, a2[..., :g])
-        # the input map: fc1 pre-activation and skip
-        d_in_w[vs, :, :g].baddbmm_(zb.transpose(1, 2), d_pre)
-        d_in_w[vs, :, g + 1 :].baddbmm_(zb.transpose(1, 2), d_y)
-        if d_z is not None:
-            d_zb = torch.bmm(d_pre, in_w[vs, :, :g].transpose(1, 2))
-            d_z[vs, rs] = d_zb.baddbmm_(d_y, in_w[vs, :, g + 1 :].transpose(1, 2))
-    return d_z, d_weights_t.t(), d_in_w, d_fc2, d_glu, d_norm_w, d_norm_b
+def _decomposed(
+    z: Tensor,
+    weights: Tensor,
+    in_w: Tensor,
+    fc2: Tensor,
+    glu: Tensor,
+    norm_w: Tensor,
+    norm_b: Tensor,
+    seed: Tensor | None,
+    threshold: int,
+    mask: Tensor | None,
+) -> Tensor:
+    """The op as :func:`weighted_grns` on the whole tensors (looked up at each call)."""
+    n, rows, _ = z.shape
+    keep = keep_mask(seed, threshold, mask, (n, rows, fc2.shape[-1] - 1))
+    return weighted_grns(z, weights, keep(slice(None), slice(None)), in_w, fc2, glu, norm_w, norm_b)
 
 
-class AtenTail:
-    """A block's elementwise tail in ATen ops: GLU and skip, LayerNorm without its bias, and
-    the selection-weighted sum added to ``out``; backward gives the gradients of the GLU
-    input (d_gl), of y (d_y, the skip's output's), of the weights (d_w) and adds the gains'."""
+#: The op's decomposition, for ``ExportedProgram.run_decompositions`` and compilers.
+DECOMPOSITIONS: dict[Any, Callable[..., Tensor]] = {
+    torch.ops.foxhunt.grn_cells.default: _decomposed
+}
 
-    @staticmethod
-    def forward(
-        gl: Tensor, z: Tensor, skip_w: Tensor, w: Tensor, gain: Tensor, out: Tensor, eps: float
-    ) -> None:
-        y = F.glu(gl, dim=-1).baddbmm_(z, skip_w)  # GLU + skip [v, r, d]
-        for i in range(y.shape[0]):  # LayerNorm and weighted sum (eq. 8), per variable
-            normed = F.layer_norm(y[i], y.shape[-1:], gain[i], None, eps)  # [r, d]
-            out.addcmul_(normed, w[i].unsqueeze(-1))
 
-    @staticmethod
-    def backward(
-        gl: Tensor,
-        z: Tensor,
-        skip_w: Tensor,
-        w: Tensor,
-        gain: Tensor,
-        grad: Tensor,
-        d_gl: Tensor,
-        d_y: Tensor,
-        d_w: Tensor,
-        d_gain: Tensor,
-        eps: float,
-    ) -> None:
-        d = skip_w.shape[-1]
-        y = F.glu(gl, dim=-1).baddbmm_(z, skip_w)  # [v, r, d]
-        for i in range(y.shape[0]):
-            normed, mean, rstd = torch.native_layer_norm(y[i], (d,), gain[i], None, eps)
-            d_w[i] = torch.linalg.vecdot(grad, normed)
-            d_normed = grad * w[i].unsqueeze(-1)  # [r, d]
-            d_y[i], d_gamma, _ = torch.ops.aten.native_layer_norm_backward(
-                d_normed, y[i], (d,), mean, rstd, gain[i], None, [True, True, False]
-            )
-            d_gain[i] += d_gamma
-        d_gl.copy_(torch.ops.aten.glu_backward(d_y, gl, -1))
+def _matmul_flops(z: Any, fc2: Any, norm_w: Any) -> tuple[int, int, int, int]:
+    """From the shapes: per (variable, row) cell, the multiply-adds of :func:`weighted_grns`'s
+    maps of z (fc1, skip) and of its hidden maps (fc2, GLU); d; and the number of cells."""
+    n, rows, k = z
+    g, d = fc2[-1] - 1, norm_w[-1]
+    return k * (g + d), g * g + g * 2 * d, d, n * rows
+
+
+@register_flop_formula(torch.ops.foxhunt.grn_cells)
+def _forward_flops(
+    z: Any, weights: Any, in_w: Any, fc2: Any, glu: Any, norm_w: Any, *_: Any, **__: Any
+) -> int:
+    """The matmuls of :func:`weighted_grns` (the C++ kernel's are the same), ``weights @
+    norm_b`` included."""
+    inputs, hidden, d, cells = _matmul_flops(z, fc2, norm_w)
+    return 2 * cells * (inputs + hidden + d)
+
+
+@register_flop_formula(torch.ops.foxhunt.grn_cells_backward)
+def _backward_flops(
+    grad: Any,
+    z: Any,
+    weights: Any,
+    in_w: Any,
+    fc2: Any,
+    glu: Any,
+    norm_w: Any,
+    *args: Any,
+    **_: Any,
+) -> int:
+    """The forward recomputed, the parameters' gradients (as many again, the selection
+    weights' and norm_b's included), the hidden activations' and, when asked for, z's."""
+    inputs, hidden, d, cells = _matmul_flops(z, fc2, norm_w)
+    need_z = args[-1]
+    return 2 * cells * (2 * (inputs + hidden + d) + hidden + (inputs if need_z else 0))

@@ -1,19 +1,24 @@
 """The C++ kernel of a VSN's per-variable GRNs (grn_cells.cpp), built once per machine.
 
-On CPU a VSN's n GRNs and their selection-weighted sum run in this kernel, (variable, row)
-cell by cell: matmuls, ELU, dropout, GLU, skip, LayerNorm and sum in registers and L1,
-forward and a recomputing backward, with nothing of width [variables, rows, *] in memory
-(the training step's speed-up over the bmm path it replaced: docs/performance.md). Built
-on first use by :mod:`foxhunt.cpp_kernels` (about a minute, then cached). Without a C++ compiler, or with
-``FOXHUNT_FUSED_KERNEL=0``, fused_grns' blocked ATen path runs instead: the same math, slower.
+On CPU in float32 the ``foxhunt::grn_cells`` op (fused_grns.py) runs in this kernel: a VSN's
+n GRNs and their selection-weighted sum, (variable, row) cell by cell: matmuls, ELU,
+dropout, GLU, skip, LayerNorm and sum in registers and L1, forward and a recomputing
+backward, with nothing of width [variables, rows, *] in memory (the training step's
+speed-up over the bmm path it replaced: docs/performance.md). It is an implementation, not
+a definition: the math is ``fused_grns.weighted_grns``, and tests/model/test_grn_op.py holds
+the kernel to it. Built on first use by :mod:`foxhunt.cpp_kernels` (about a minute, then
+cached). Without a C++ compiler, or with ``FOXHUNT_FUSED_KERNEL=0``, the op runs that Python
+function block by block instead: the same math, slower.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import torch
+from torch import Tensor
 
 from foxhunt import cpp_kernels
 
@@ -28,3 +33,56 @@ def load() -> ModuleType | None:
 def usable(*tensors: torch.Tensor) -> bool:
     """Whether the kernel handles these tensors: float32 on CPU."""
     return all(t.device.type == "cpu" and t.dtype == torch.float32 for t in tensors)
+
+
+def kernel_for(mask: Tensor | None, *tensors: Tensor) -> ModuleType | None:
+    """The kernel for these tensors (float32 on CPU, where it builds) with a hashed dropout
+    mask or none (``mask``: a drawn one, which the kernel does not take), else None."""
+    if mask is not None or not usable(*tensors):
+        return None
+    return load()
+
+
+def forward(
+    kernel: Any,
+    z: Tensor,
+    weights: Tensor,
+    params: tuple[Tensor, ...],
+    drop: tuple[int, int],
+    eps: float,
+) -> Tensor:
+    """The op's forward: ``drop`` is the dropout's (seed, keep threshold)."""
+    in_w, fc2, glu, norm_w, norm_b = params
+    out = weights @ norm_b  # [R, d]: the LayerNorm biases; the kernel adds the rest
+    z_c, weights_t, *weights_c = (t.contiguous() for t in (z, weights.t(), in_w, fc2, glu, norm_w))
+    kernel.forward(z_c, weights_t, *drop, *weights_c, out, eps)
+    return out
+
+
+def backward(
+    kernel: Any,
+    grad: Tensor,
+    z: Tensor,
+    weights: Tensor,
+    params: tuple[Tensor, ...],
+    drop: tuple[int, int],
+    need_z: bool,
+    eps: float,
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """The op's backward (recomputing): gradients of z (empty unless ``need_z``), weights and
+    the five parameters."""
+    in_w, fc2, glu, norm_w, norm_b = params
+    z, in_w, fc2, glu, norm_w = (t.contiguous() for t in (z, in_w, fc2, glu, norm_w))
+    grad = grad.contiguous()
+    weights_t = weights.t().contiguous()  # [n, R]
+    d_weights_t = torch.empty_like(weights_t)
+    d_z = torch.empty_like(z) if need_z else z.new_empty(0)
+    d_in_w, d_fc2, d_glu = torch.zeros_like(in_w), torch.zeros_like(fc2), torch.zeros_like(glu)
+    d_norm_w = torch.zeros_like(norm_w)
+    kernel.backward(
+        z, weights_t, *drop, in_w, fc2, glu, norm_w, grad,
+        d_weights_t, d_z, d_in_w, d_fc2, d_glu, d_norm_w, eps,
+    )  # fmt: skip
+    d_weights_t.addmm_(norm_b, grad.t())  # the LayerNorm biases' share
+    d_norm_b = weights_t @ grad  # [n, d]
+    return d_z, d_weights_t.t().contiguous(), d_in_w, d_fc2, d_glu, d_norm_w, d_norm_b

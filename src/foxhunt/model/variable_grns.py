@@ -86,27 +86,28 @@ class VariableGRNs(nn.Module):
         fc2 = _with_bias(self.fc2_weight, self.fc2_bias)  # [n, g + 1, g]
         fc2 = torch.cat([fc2, _carry_one(fc2, 1)], dim=-1)  # [n, g + 1, g + 1]
         glu_weight: Tensor = self.glu_weight  # read once (it may be parametrized)
-        mask: fused_grns.Mask = None
+        seed: Tensor | None = None
+        mask: Tensor | None = None
         if self.dropout.training and self.dropout.p > 0:
             # CPU: a seed the kernel hashes each bit from; GPU: drawn bits (large blocks
             # there, where hashed indices would take 8x the mask's memory)
             if z.device.type == "cpu":
-                mask = self.dropout.hashed_mask(z.device)
+                seed = torch.as_tensor(self.dropout.hashed_mask(z.device).seed)
             else:
                 mask = self.dropout.keep_mask((n, rows, self.hidden_size), z.device)
             glu_weight = glu_weight / self.dropout.keep_probability  # the rescaling, folded in
         glu = _with_bias(glu_weight, self.glu_bias)  # [n, g + 1, 2 * output]
-        # blocks of (variable, row) cells whose widest activation [cells, 2 * output] stays
-        # in cache (CPU) or within a bound on the op's memory (GPU)
-        budget = fused_grns.DEVICE_BLOCK_ELEMENTS
-        if z.device.type == "cpu":
-            budget = fused_grns.BLOCK_ELEMENTS_PER_THREAD * torch.get_num_threads()
-        cells = max(1, budget // (2 * self.output_size))
         dtype = glu_weight.dtype  # autocast is off inside: the op runs in the weights' dtype
         with torch.autocast(z.device.type, enabled=False):
             params = (in_weight, fc2, glu, self.norm_weight, self.norm_bias)
-            return fused_grns.fused_weighted_grns(
-                z.to(dtype), weights.to(dtype), mask, cells, *(p.to(dtype) for p in params)
+            threshold = self.dropout.keep_threshold
+            return fused_grns.grn_cells_op(
+                z.to(dtype),
+                weights.to(dtype),
+                *(p.to(dtype) for p in params),
+                seed,
+                threshold,
+                mask,
             )
 
 
