@@ -122,14 +122,15 @@ class _FusedWeightedGRNs(torch.autograd.Function):
         ctx.save_for_backward(z, weights, tensor_mask, *params)
         ctx.cells, ctx.hashed = cells, None if isinstance(mask, Tensor) else mask
         in_w, fc2, glu, norm_w, norm_b = params
-        out = weights @ norm_b  # [R, d]: the LayerNorm biases, sum_j w_j b_j
         kernel = _kernel(mask, z, weights, *params)
-        if kernel is not None:
+        if kernel is not None:  # the LayerNorm biases too: no sum of it split by thread
+            out = weights.new_zeros(weights.shape[0], norm_b.shape[-1])
             z_c, weights_t, *weights_c = (
-                t.contiguous() for t in (z, weights.t(), in_w, fc2, glu, norm_w)
+                t.contiguous() for t in (z, weights.t(), in_w, fc2, glu, norm_w, norm_b)
             )
             kernel.forward(z_c, weights_t, *_seed(ctx.hashed), *weights_c, out, EPS)
             return out
+        out = weights @ norm_b  # [R, d]: the LayerNorm biases, sum_j w_j b_j
         skip_ws = in_w[..., fc2.shape[-1] :].contiguous()  # [n, k, d]
         weights_t = weights.t().contiguous()  # [n, R]
         for vs, rs in _blocks(z.shape[0], z.shape[1], cells):
@@ -158,20 +159,19 @@ class _FusedWeightedGRNs(torch.autograd.Function):
 def _kernel_backward(
     kernel: ModuleType, saved: tuple[Any, ...], need_z: bool, grad_out: Tensor
 ) -> tuple[Tensor | None, ...]:
-    """The C++ kernel's backward: gradients of z, weights and the five parameters."""
-    z, weights, mask, in_w, fc2, glu, norm_w, norm_b = saved
-    z, in_w, fc2, glu, norm_w = (t.contiguous() for t in (z, in_w, fc2, glu, norm_w))
+    """The C++ kernel's backward: gradients of z, weights and the five parameters, each sum
+    taken in one thread in row order (bit-identical at any thread count)."""
+    z, weights, mask, *params = saved
+    z, in_w, fc2, glu, norm_w, norm_b = (t.contiguous() for t in (z, *params))
     weights_t = weights.t().contiguous()  # [n, R]
     d_weights_t = torch.empty_like(weights_t)
     d_z = torch.empty_like(z) if need_z else z.new_empty(0)
     d_in_w, d_fc2, d_glu = torch.zeros_like(in_w), torch.zeros_like(fc2), torch.zeros_like(glu)
-    d_norm_w = torch.zeros_like(norm_w)
+    d_norm_w, d_norm_b = torch.zeros_like(norm_w), torch.zeros_like(norm_b)
     kernel.backward(
-        z, weights_t, *_seed(mask), in_w, fc2, glu, norm_w, grad_out,
-        d_weights_t, d_z, d_in_w, d_fc2, d_glu, d_norm_w, EPS,
+        z, weights_t, *_seed(mask), in_w, fc2, glu, norm_w, norm_b, grad_out,
+        d_weights_t, d_z, d_in_w, d_fc2, d_glu, d_norm_w, d_norm_b, EPS,
     )  # fmt: skip
-    d_weights_t.addmm_(norm_b, grad_out.t())  # the LayerNorm biases' share
-    d_norm_b = weights_t @ grad_out  # [n, d]
     return d_z if need_z else None, d_weights_t.t(), d_in_w, d_fc2, d_glu, d_norm_w, d_norm_b
 
 
