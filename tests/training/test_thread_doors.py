@@ -159,3 +159,17 @@ def test_an_older_run_saved_as_auto_resumes_as_auto(
     # auto: this suite's OMP_NUM_THREADS=1 decides, as it did for runs saved with 0
     assert said == ["threads: 1 (OMP_NUM_THREADS=1)"], said
     assert json.loads((out / "config.json").read_text())["training"]["threads"] == 1
+
+
+def test_a_bad_variable_under_overwrite_leaves_the_old_run_and_no_staging_folder(
+    tmp_path: Path,
+) -> None:
+    """Before the check, OMP_NUM_THREADS=99999 under --overwrite left a `.run.new-*` folder."""
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "config.json").write_text("{}\n")
+    done = train_process({"OMP_NUM_THREADS": "99999"}, out, "--overwrite")
+    assert done.returncode == 2 and len(errors(done.stderr)) == 1, done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+    assert [p.name for p in out.iterdir()] == ["config.json"]
+    assert (out / "config.json").read_text() == "{}\n"
