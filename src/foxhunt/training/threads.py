@@ -192,10 +192,10 @@ def _auto(cores: int, ceiling: int, others: float | None) -> ThreadChoice:
 
 
 def apply_threads(requested: Requested, *, why: str | None = None) -> ThreadChoice:
-    """Decide (`choose_threads`), set torch's intra-op threads for this process, log the
-    count (or the warning that names it) once; `why` replaces the reason of a given count (a resumed run's
-    recorded one). A count this process already runs at by foxhunt's last choice is
-    returned as that choice, unlogged (the trainer after its job)."""
+    """Decide (`choose_threads`), set torch's intra-op threads for this process and log one
+    line: the count, or the warning that names it. `why` replaces the reason of a given count
+    (a resumed run's recorded one). A count this process already runs at by foxhunt's last
+    choice is returned as that choice, unlogged (the trainer after its job)."""
     import torch
 
     global _ours, _last
