@@ -10,7 +10,9 @@ check, its help and its legacy value all come from it (docs/configuration.md).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, TypeVar
@@ -96,10 +98,21 @@ def check_ranges(config: Any, what: str) -> None:
         value = getattr(config, f.name)
         if bounds is None or value is None or isinstance(value, bool):
             continue
+        if isinstance(value, str) and _admits_text(config.__class__, f.name):
+            continue  # a word the field allows besides numbers ("auto"): its class checks it
         if not isinstance(value, int | float):
             raise ConfigError(f"{what}.{f.name}={value!r}: must be a number")
         if not math.isfinite(value) or not bounds.holds(value):
             raise ConfigError(f"{what}.{f.name}={value!r}: must be {bounds.describe()}")
+
+
+@functools.cache
+def _admits_text(cls: type, name: str) -> bool:
+    """Whether field `name` of `cls` is typed to take a string (a ``Literal`` word or str)."""
+    hint = typing.get_type_hints(cls)[name]
+    kinds = [hint, *typing.get_args(hint)]
+    words = [w for k in kinds if typing.get_origin(k) is typing.Literal for w in typing.get_args(k)]
+    return str in kinds or any(isinstance(w, str) for w in words)
 
 
 def check_known_fields(cls: Any, data: Mapping[str, Any], what: str) -> None:

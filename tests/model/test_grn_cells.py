@@ -122,3 +122,29 @@ def test_kernel_propagates_nan(
     z = torch.cat([torch.randn(3, 5, 4), torch.ones(3, 5, 1)], dim=-1)
     out = grns(z, grns.input_weight(), torch.full((5, 3), 1 / 3))
     assert torch.isnan(out).any()
+
+
+@pytest.mark.parametrize(("n", "rows"), [(7, 33), (5, 1000)])  # tile remainders; a long sum
+def test_kernel_is_bit_identical_at_any_thread_count(
+    monkeypatch: pytest.MonkeyPatch, require_kernel: RequireKernel, n: int, rows: int
+) -> None:
+    """Output and every gradient, the LayerNorm bias's included: no sum in the op is split
+    by thread (grn_cells.cpp splits rows in whole tiles, gradients by variable), so the count
+    changes nothing (docs/performance.md, "Threads")."""
+    require_kernel(grn_cells.load(), "the grn_cells kernel")
+    monkeypatch.setenv("FOXHUNT_FUSED_KERNEL", "1")
+    torch.manual_seed(0)
+    grns = VariableGRNs(n, 4, 8, 16, dropout=0.3).train()
+    z = torch.cat([torch.randn(n, rows, 4), torch.ones(n, rows, 1)], dim=-1)
+    w = torch.softmax(torch.randn(rows, n), dim=-1)
+    before = torch.get_num_threads()
+    try:
+        results = []
+        for threads in (1, 2, 3):
+            torch.set_num_threads(threads)
+            results.append(_run(grns, z, w, seed=5))
+    finally:
+        torch.set_num_threads(before)
+    for other in results[1:]:
+        for i, (a, b) in enumerate(zip(results[0], other, strict=True)):
+            assert torch.equal(a, b), f"tensor {i} differs"

@@ -76,9 +76,13 @@ def test_a_study_keeps_the_best_trial_and_writes_its_config(
     result = tiny_job(tmp_path / "retrained", config)
     assert result.metrics["training"]["best_val_loss"] == pytest.approx(best.value, rel=1e-6)
     # --config takes it, the model's data-derived fields set aside (the job fills them again)
-    unfitted = replace(config, model=replace(config.model, **dict.fromkeys(DATA_FIELDS)))
+    # and the thread count the retraining ran at recorded (docs/performance.md, "Threads")
     retrained = tmp_path / "retrained" / "config.json"
-    assert run_config(resolve(tune_command(), ["--config", str(retrained)])[1]) == unfitted
+    read = run_config(resolve(tune_command(), ["--config", str(retrained)])[1])
+    assert isinstance(read.training.threads, int)
+    ran = replace(config.training, threads=read.training.threads)
+    unfitted = replace(config, model=replace(config.model, **dict.fromkeys(DATA_FIELDS)))
+    assert read == replace(unfitted, training=ran)
 
 
 def test_running_again_continues_the_study(

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from foxhunt.errors import FoxhuntError, UsageError
 from foxhunt.process_exit import leave_now
+from foxhunt.training.threads import check_thread_environment
 
 if TYPE_CHECKING:
     from foxhunt.cli.resolve import Command
@@ -102,6 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(exc, exc.exit_code)
     configure_logging(args.log_level)
     try:
+        check_thread_environment()  # before torch loads libgomp, which reads them then
         return int(args.run(args))
     except FoxhuntError as exc:
         code = fail(exc, exc.exit_code)

@@ -15,6 +15,7 @@ from foxhunt.cli.generated import Section
 from foxhunt.cli.resolve import Command, add_command, generated_command, parsed
 from foxhunt.config_fields import POSITIVE, Range, setting
 from foxhunt.errors import ConfigError
+from foxhunt.training.threads import CEILING
 
 if TYPE_CHECKING:  # torch and the benchmark are imported where used: --help needs neither
     import torch
@@ -34,7 +35,7 @@ class BenchOptions:
             (CUDA only).
         steps: timed steps per mode (median).
         warmup: untimed rounds first.
-        threads: torch intra-op threads.
+        threads: torch intra-op threads, 1 to 256 (training/threads.py's ceiling).
         time: measure the step time (--no-time skips it).
         peak: measure the peak memory (--no-peak skips it).
         predictions: instead: the --memory-budget planner's predicted vs measured peak of a
@@ -48,7 +49,7 @@ class BenchOptions:
     memory_limit_gb: float | None = setting(None, range=POSITIVE)
     steps: int = setting(7, range=Range(1, 100_000))
     warmup: int = setting(2, range=Range(0, 10_000))
-    threads: int | None = setting(None, range=Range(1, 4096))
+    threads: int | None = setting(None, range=Range(1, CEILING))
     time: bool = True
     peak: bool = True
     predictions: bool = False

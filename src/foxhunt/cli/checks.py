@@ -46,16 +46,25 @@ def explain(message: str, args: Sequence[Arg]) -> str:
     if arg is None:
         return text.replace("Option '", "unknown key '")
     got = re.search(r"Got value: (.*?)(?: - | Given value|$)", text)
-    expected = re.search(r"Expected a (.*?)\. Got value", text)
-    return (
-        f"{where(arg)}: expected {expectation(expected.group(1) if expected else text)}, got "
-        + (got.group(1) if got else "?")
-    )
+    if "Union subtypes" in text:  # int | Literal["auto"] | None: each kind it may be
+        got = re.search(r"Given value:(?: (.*))?$", text)
+        kinds = re.findall(r"- Expected a (.*?)(?= - | Given value|$)", text)
+        words = [expectation(k.strip()).removeprefix("one of ") for k in kinds]
+        wanted = ", ".join(words[:-1]) + f" or {words[-1]}" if len(words) > 1 else words[0]
+    else:
+        expected = re.search(r"Expected a (.*?)\. Got value", text)
+        wanted = expectation(expected.group(1) if expected else text)
+    value = (got.group(1) or "") if got else "?"
+    return f"{where(arg)}: expected {wanted}, got {value or repr(value)}"
 
 
 def expectation(text: str) -> str:
     """jsonargparse's type in words: "<class 'float'>" -> "a finite number"."""
-    words = {"<class 'float'>": "a finite number", "<class 'int'>": "an integer"}
+    words = {
+        "<class 'float'>": "a finite number",
+        "<class 'int'>": "an integer",
+        "<class 'NoneType'>": "none",
+    }
     if text in words:
         return words[text]
     choices = re.search(r"Literal\[(.*?)\]", text)

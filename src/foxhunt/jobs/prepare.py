@@ -3,8 +3,8 @@ read back), and the model config completed from the data."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -14,14 +14,14 @@ from foxhunt.data.preprocess import ROLLING_BASE
 from foxhunt.errors import ConfigError
 from foxhunt.jobs.base import BaseChoice, choose_base
 from foxhunt.jobs.options import JobSetting
-from foxhunt.jobs.resume import load_saved_preprocessor
+from foxhunt.jobs.resume import load_saved_preprocessor, recorded_threads
 from foxhunt.model.config import DATA_FIELDS, TFTConfig
 from foxhunt.model.size import check_step_fits_in_memory
-from foxhunt.runs import RunConfig
+from foxhunt.runs import CONFIG_FILE, RunConfig
 from foxhunt.training.config import resolve_device
 from foxhunt.training.guards import check_early_stopping
 from foxhunt.training.precision import autocast_dtype
-from foxhunt.training.threads import omp_threads
+from foxhunt.training.threads import apply_threads
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,15 +61,29 @@ def fit_model_config(config: TFTConfig, data: PreparedData) -> TFTConfig:
     return replace(config, **derived)
 
 
+def with_threads(config: RunConfig, resumed: Path | None) -> RunConfig:
+    """`config` with the thread count this process now runs at (`apply_threads`, before the
+    data's torch ops), which config.json then records; a resumed run (`resumed`, its folder)
+    given no count keeps the one it recorded."""
+    requested: int | str | None = config.training.threads
+    why = None
+    if requested is None and resumed is not None:
+        requested = recorded_threads(resumed)
+        if isinstance(requested, int) and requested > 0:
+            why = f"recorded in {resumed / CONFIG_FILE}; --threads N to change"
+    threads = apply_threads(requested, why=why).threads
+    return replace(config, training=replace(config.training, threads=threads))
+
+
 def prepare(config: RunConfig, job: JobSetting) -> PreparedRun:
     """Checks what would fail late (device, precision, a step too large for memory, early
     stopping without validation) before anything is written; seeds torch."""
     ctx = job.distributed
     device = resolve_device(config.training.device, ctx.local_rank if ctx.world_size > 1 else None)
     autocast_dtype(config.training.precision, device)  # refused here, before anything is written
-    omp_threads(os.environ)  # a bad OMP_NUM_THREADS too (the trainer sets the threads)
-    torch.manual_seed(config.training.seed)
     resume = job.options.resume
+    config = with_threads(config, job.output_dir if resume else None)
+    torch.manual_seed(config.training.seed)
     saved = load_saved_preprocessor(job.output_dir) if resume else None
     # the windows come with the rolling base; a saved run's own base is refitted and stands
     rolling = None if saved is None else replace(saved, base=ROLLING_BASE, base_filter=None)

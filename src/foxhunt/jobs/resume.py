@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
+from foxhunt.config_fields import with_legacy_values
 from foxhunt.data import Preprocessor
 from foxhunt.errors import ConfigError, FoxhuntError
 from foxhunt.runs import (
@@ -16,6 +17,7 @@ from foxhunt.runs import (
 )
 from foxhunt.storage.bounded import read_json_bounded
 from foxhunt.training.checkpoint import RESUMABLE_CHANGES, config_differences
+from foxhunt.training.threads import check_requested
 
 
 class CheckpointOptions(Protocol):
@@ -55,6 +57,24 @@ def check_resumable_config(output_dir: Path, config: RunConfig) -> None:
             f"({'; '.join(differences)}); resume with its settings (only "
             f"{', '.join(sorted(RESUMABLE_CHANGES))} may change) or train a new run"
         )
+
+
+def recorded_threads(output_dir: Path) -> int | str | None:
+    """The thread count a run's config.json records (``training.threads``): the count it
+    trained at; 0 ("auto") in runs saved before counts were recorded; None without a file."""
+    path = output_dir / CONFIG_FILE
+    if not path.is_file():
+        return None
+    saved = read_json_bounded(path)
+    training = saved.get("training") if isinstance(saved, dict) else None
+    if not isinstance(training, dict):
+        raise FoxhuntError(f"{path} has no training section; the run folder is damaged")
+    threads = with_legacy_values("training", training).get("threads")
+    try:
+        check_requested(threads)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    return threads
 
 
 def checkpoint_location(output_dir: Path, options: CheckpointOptions) -> str:

@@ -9,19 +9,23 @@
 //   e1 = (a2 @ fc2) * keep               [eta_1, 1]   (dropout; its rescaling is in glu)
 //   gl = e1 @ glu                        GLU input [values | gates], 2d
 //   y  = values * sigmoid(gates) + z @ in_w[:, g+1:]       (GLU and the skip)
-//   out[r] += w[j, r] * gain_j * LayerNorm(y)              (LayerNorm's bias is added outside)
-// Backward recomputes the cell and returns every gradient but the LayerNorm bias's (outside);
-// the "1" columns of in_w and fc2 are constants and get no gradient.
+//   out[r] += w[j, r] * (gain_j * LayerNorm(y) + bias_j)
+// Backward recomputes the cell and returns every gradient; the "1" columns of in_w and fc2
+// are constants and get no gradient.
 //
 // The dropout keep bits are hashed from a seed and each element's index (dropout.py's
 // HashedMask, the same bits): recomputed in backward, never stored.
 // Layout (float32, contiguous): z [n, R, k], w [n, R], in_w [n, k, g+1+d], fc2 [n, g+1, g+1],
-// glu [n, g+1, 2d], gain [n, d], out/grad [R, d].
-// Forward splits the rows between threads (each owns its rows of `out`); backward splits the
-// variables (each owns its variables' weight gradients): no locks, no per-thread copies.
+// glu [n, g+1, 2d], gain and bias [n, d], out/grad [R, d].
+// Forward splits the rows between threads (each owns its rows of `out`, tiles aligned to row 0
+// whatever the split); backward splits the variables (each owns its variables' weight
+// gradients, summed over the rows in order): no locks, no per-thread copies, and no sum split
+// by thread, so every result is bit-identical at any thread count
+// (tests/model/test_grn_cells.py).
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -196,17 +200,20 @@ inline void tile_forward(const Sizes& sz, int64_t cell, const float* z_all, cons
 
 // One variable's weights (read) and, in backward, its gradients (written by one thread).
 struct Weights {
-  const float *in_w, *fc2, *glu, *gain;
+  const float *in_w, *fc2, *glu, *gain, *bias;
 };
 
-Weights weights_of(const Sizes& sz, int64_t j, const float* in_w, const float* fc2,
-                   const float* glu, const float* gain) {
+struct Params {  // every variable's weights
+  const float *in_w, *fc2, *glu, *gain, *bias;
+};
+
+Weights weights_of(const Sizes& sz, int64_t j, const Params& p) {
   const int64_t g1 = sz.g + 1;
-  return {in_w + j * sz.k * sz.in_cols(), fc2 + j * g1 * g1, glu + j * g1 * 2 * sz.d,
-          gain + j * sz.d};
+  return {p.in_w + j * sz.k * sz.in_cols(), p.fc2 + j * g1 * g1, p.glu + j * g1 * 2 * sz.d,
+          p.gain + j * sz.d, p.bias + j * sz.d};
 }
 
-// Forward of T cells (variable j, rows r..r+T): out[r + t] += w * gain * LayerNorm(y).
+// Forward of T cells (variable j, rows r..r+T): out[r + t] += w * (gain * LayerNorm(y) + bias).
 template <int T>
 inline void tile_add_out(const Sizes& sz, int64_t j, int64_t r, const float* z, const float* w,
                          const Dropout& drop, const Weights& wj, float eps, Tile& c,
@@ -214,11 +221,11 @@ inline void tile_add_out(const Sizes& sz, int64_t j, int64_t r, const float* z, 
   const int64_t cell = j * sz.rows + r, d = sz.d;
   tile_forward<T>(sz, cell, z, drop, wj.in_w, wj.fc2, wj.glu, eps, c);
   for (int t = 0; t < T; ++t) {
-    const float a = w[cell + t] * c.rstd[t], mean = c.mean[t];
+    const float wt = w[cell + t], a = wt * c.rstd[t], mean = c.mean[t];
     const float* y = c.y.data() + t * d;
     float* o = out + (r + t) * d;
 #pragma omp simd
-    for (int64_t i = 0; i < d; ++i) o[i] += a * wj.gain[i] * (y[i] - mean);
+    for (int64_t i = 0; i < d; ++i) o[i] += a * wj.gain[i] * (y[i] - mean) + wt * wj.bias[i];
   }
 }
 
@@ -264,7 +271,7 @@ struct Grads {
 
 struct Outputs {  // the gradients backward writes, full tensors
   const float* grad;
-  float *d_w, *d_z, *d_in_w, *d_fc2, *d_glu, *d_gain;
+  float *d_w, *d_z, *d_in_w, *d_fc2, *d_glu, *d_gain, *d_bias;
 };
 
 // Backward of T cells (variable j, rows r..r+T), recomputing their forward.
@@ -277,6 +284,7 @@ inline void tile_backward(const Sizes& sz, int64_t j, int64_t r, const float* z,
   const float* zc = z + cell * k;
   tile_forward<T>(sz, cell, z, drop, wj.in_w, wj.fc2, wj.glu, eps, c);
   float* d_gain = out.d_gain + j * d;
+  float* d_bias = out.d_bias + j * d;
   float* d_gl = b.d_gls.data() + b.filled * d2;  // this tile's rows of the batch
   std::copy(c.e1.begin(), c.e1.begin() + T * g1, b.e1s.begin() + b.filled * g1);
   b.filled += T;
@@ -287,17 +295,19 @@ inline void tile_backward(const Sizes& sz, int64_t j, int64_t r, const float* z,
     float* y = c.y.data() + t * d;
     const float* s = c.s.data() + t * d;
     const float* values = c.gl.data() + t * d2;
-    float dot = 0.f, sum = 0.f;
-#pragma omp simd reduction(+ : dot, sum)
+    float dot = 0.f, sum = 0.f, shift = 0.f;
+#pragma omp simd reduction(+ : dot, sum, shift)
     for (int64_t i = 0; i < d; ++i) {
       const float normed = (y[i] - mean) * rstd;
       y[i] = normed;
       const float gg = g_out[i] * wj.gain[i];
       dot += gg * normed;
       sum += gg;
+      shift += g_out[i] * wj.bias[i];
       d_gain[i] += wt * g_out[i] * normed;
+      d_bias[i] += wt * g_out[i];
     }
-    out.d_w[cell + t] = dot;
+    out.d_w[cell + t] = dot + shift;
     const float a = wt * rstd, m1 = sum * inv_d, m2 = dot * inv_d;
     float* dy = b.dy.data() + t * d;
     float* d_values = d_gl + t * d2;
@@ -357,10 +367,13 @@ void check(const torch::Tensor& t, const char* name, int64_t dim, at::ScalarType
 }
 
 Sizes sizes(const torch::Tensor& z, const torch::Tensor& w, const torch::Tensor& in_w,
-            const torch::Tensor& fc2, const torch::Tensor& glu, const torch::Tensor& gain) {
+            const torch::Tensor& fc2, const torch::Tensor& glu, const torch::Tensor& gain,
+            const torch::Tensor& bias) {
   check(z, "z", 3, at::kFloat), check(w, "w", 2, at::kFloat);
   check(in_w, "in_w", 3, at::kFloat), check(fc2, "fc2", 3, at::kFloat);
   check(glu, "glu", 3, at::kFloat), check(gain, "gain", 2, at::kFloat);
+  check(bias, "bias", 2, at::kFloat);
+  TORCH_CHECK(bias.sizes() == gain.sizes(), "bias must be shaped like gain");
   const Sizes sz{z.size(0), z.size(1), z.size(2), fc2.size(2) - 1, gain.size(1)};
   TORCH_CHECK(in_w.size(1) == sz.k && in_w.size(2) == sz.in_cols(), "in_w: wrong shape");
   TORCH_CHECK(glu.size(1) == sz.g + 1 && glu.size(2) == 2 * sz.d, "glu: wrong shape");
@@ -377,23 +390,32 @@ Dropout dropout_of(int64_t seed, int64_t threshold) {
 
 }  // namespace
 
-// out [R, d] += sum_j w[j, r] * gain_j * LayerNorm(GRN_j(z[j, r])), LayerNorm without bias.
+Params params_of(const torch::Tensor& in_w, const torch::Tensor& fc2, const torch::Tensor& glu,
+                 const torch::Tensor& gain, const torch::Tensor& bias) {
+  return {in_w.data_ptr<float>(), fc2.data_ptr<float>(), glu.data_ptr<float>(),
+          gain.data_ptr<float>(), bias.data_ptr<float>()};
+}
+
+// out [R, d] += sum_j w[j, r] * (gain_j * LayerNorm(GRN_j(z[j, r])) + bias_j).
 void forward(const torch::Tensor& z, const torch::Tensor& w, int64_t seed, int64_t threshold,
              const torch::Tensor& in_w, const torch::Tensor& fc2, const torch::Tensor& glu,
-             const torch::Tensor& gain, torch::Tensor& out, double eps) {
-  const Sizes sz = sizes(z, w, in_w, fc2, glu, gain);
+             const torch::Tensor& gain, const torch::Tensor& bias, torch::Tensor& out,
+             double eps) {
+  const Sizes sz = sizes(z, w, in_w, fc2, glu, gain, bias);
   const Dropout drop = dropout_of(seed, threshold);
   check(out, "out", 2, at::kFloat);
   const float* z_p = z.data_ptr<float>();
   const float* w_p = w.data_ptr<float>();
-  const float *in_w_p = in_w.data_ptr<float>(), *fc2_p = fc2.data_ptr<float>();
-  const float *glu_p = glu.data_ptr<float>(), *gain_p = gain.data_ptr<float>();
+  const Params p = params_of(in_w, fc2, glu, gain, bias);
   float* out_p = out.data_ptr<float>();
   const float e = static_cast<float>(eps);
-  at::parallel_for(0, sz.rows, kRowGrain, [&](int64_t r0, int64_t r1) {
+  // whole tiles per task: a row's tile, and so its arithmetic, is the same at any split
+  const int64_t tiles = (sz.rows + kTile - 1) / kTile;
+  at::parallel_for(0, tiles, (kRowGrain + kTile - 1) / kTile, [&](int64_t t0, int64_t t1) {
     Tile c(sz);
+    const int64_t r0 = t0 * kTile, r1 = std::min(t1 * kTile, sz.rows);
     for (int64_t j = 0; j < sz.n; ++j) {  // a variable's weights stay in cache over the rows
-      const Weights wj = weights_of(sz, j, in_w_p, fc2_p, glu_p, gain_p);
+      const Weights wj = weights_of(sz, j, p);
       int64_t r = r0;
       for (; r + kTile <= r1; r += kTile)
         tile_add_out<kTile>(sz, j, r, z_p, w_p, drop, wj, e, c, out_p);
@@ -403,32 +425,34 @@ void forward(const torch::Tensor& z, const torch::Tensor& w, int64_t seed, int64
 }
 
 // Given grad [R, d] of `out`, writes d_w [n, R] and (if not empty) d_z [n, R, k]; adds the
-// weight gradients to d_in_w, d_fc2, d_glu and d_gain (their "1" columns untouched).
+// weight gradients to d_in_w, d_fc2, d_glu, d_gain and d_bias (their "1" columns untouched).
 void backward(const torch::Tensor& z, const torch::Tensor& w, int64_t seed, int64_t threshold,
               const torch::Tensor& in_w, const torch::Tensor& fc2, const torch::Tensor& glu,
-              const torch::Tensor& gain, const torch::Tensor& grad, torch::Tensor& d_w,
-              torch::Tensor& d_z, torch::Tensor& d_in_w, torch::Tensor& d_fc2,
-              torch::Tensor& d_glu, torch::Tensor& d_gain, double eps) {
-  const Sizes sz = sizes(z, w, in_w, fc2, glu, gain);
+              const torch::Tensor& gain, const torch::Tensor& bias, const torch::Tensor& grad,
+              torch::Tensor& d_w, torch::Tensor& d_z, torch::Tensor& d_in_w,
+              torch::Tensor& d_fc2, torch::Tensor& d_glu, torch::Tensor& d_gain,
+              torch::Tensor& d_bias, double eps) {
+  const Sizes sz = sizes(z, w, in_w, fc2, glu, gain, bias);
   const Dropout drop = dropout_of(seed, threshold);
   check(grad, "grad", 2, at::kFloat), check(d_w, "d_w", 2, at::kFloat);
   check(d_in_w, "d_in_w", 3, at::kFloat), check(d_fc2, "d_fc2", 3, at::kFloat);
   check(d_glu, "d_glu", 3, at::kFloat), check(d_gain, "d_gain", 2, at::kFloat);
+  check(d_bias, "d_bias", 2, at::kFloat);
   if (d_z.numel() > 0) check(d_z, "d_z", 3, at::kFloat);
   const float* z_p = z.data_ptr<float>();
   const float* w_p = w.data_ptr<float>();
-  const float *in_w_p = in_w.data_ptr<float>(), *fc2_p = fc2.data_ptr<float>();
-  const float *glu_p = glu.data_ptr<float>(), *gain_p = gain.data_ptr<float>();
+  const Params p = params_of(in_w, fc2, glu, gain, bias);
   const Outputs out{grad.data_ptr<float>(),  d_w.data_ptr<float>(),
                     d_z.numel() > 0 ? d_z.data_ptr<float>() : nullptr,
                     d_in_w.data_ptr<float>(), d_fc2.data_ptr<float>(),
-                    d_glu.data_ptr<float>(),  d_gain.data_ptr<float>()};
+                    d_glu.data_ptr<float>(),  d_gain.data_ptr<float>(),
+                    d_bias.data_ptr<float>()};
   const float e = static_cast<float>(eps);
   at::parallel_for(0, sz.n, 1, [&](int64_t j0, int64_t j1) {
     Tile c(sz);
     Grads b(sz);
     for (int64_t j = j0; j < j1; ++j) {
-      const Weights wj = weights_of(sz, j, in_w_p, fc2_p, glu_p, gain_p);
+      const Weights wj = weights_of(sz, j, p);
       b.transpose(sz, wj);
       float* d_glu_j = out.d_glu + j * (sz.g + 1) * 2 * sz.d;
       int64_t r = 0;

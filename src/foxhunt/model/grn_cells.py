@@ -52,9 +52,9 @@ def forward(
     eps: float,
 ) -> Tensor:
     """The op's forward: ``drop`` is the dropout's (seed, keep threshold)."""
-    in_w, fc2, glu, norm_w, norm_b = params
-    out = weights @ norm_b  # [R, d]: the LayerNorm biases; the kernel adds the rest
-    z_c, weights_t, *weights_c = (t.contiguous() for t in (z, weights.t(), in_w, fc2, glu, norm_w))
+    # the LayerNorm biases are summed in the kernel too: no sum of it split by thread
+    out = weights.new_zeros(weights.shape[0], params[4].shape[-1])  # [R, d]
+    z_c, weights_t, *weights_c = (t.contiguous() for t in (z, weights.t(), *params))
     kernel.forward(z_c, weights_t, *drop, *weights_c, out, eps)
     return out
 
@@ -70,19 +70,17 @@ def backward(
     eps: float,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
     """The op's backward (recomputing): gradients of z (empty unless ``need_z``), weights and
-    the five parameters."""
-    in_w, fc2, glu, norm_w, norm_b = params
-    z, in_w, fc2, glu, norm_w = (t.contiguous() for t in (z, in_w, fc2, glu, norm_w))
+    the five parameters, each sum taken in one thread in row order (bit-identical at any
+    thread count)."""
+    z, in_w, fc2, glu, norm_w, norm_b = (t.contiguous() for t in (z, *params))
     grad = grad.contiguous()
     weights_t = weights.t().contiguous()  # [n, R]
     d_weights_t = torch.empty_like(weights_t)
     d_z = torch.empty_like(z) if need_z else z.new_empty(0)
     d_in_w, d_fc2, d_glu = torch.zeros_like(in_w), torch.zeros_like(fc2), torch.zeros_like(glu)
-    d_norm_w = torch.zeros_like(norm_w)
+    d_norm_w, d_norm_b = torch.zeros_like(norm_w), torch.zeros_like(norm_b)
     kernel.backward(
-        z, weights_t, *drop, in_w, fc2, glu, norm_w, grad,
-        d_weights_t, d_z, d_in_w, d_fc2, d_glu, d_norm_w, eps,
+        z, weights_t, *drop, in_w, fc2, glu, norm_w, norm_b, grad,
+        d_weights_t, d_z, d_in_w, d_fc2, d_glu, d_norm_w, d_norm_b, eps,
     )  # fmt: skip
-    d_weights_t.addmm_(norm_b, grad.t())  # the LayerNorm biases' share
-    d_norm_b = weights_t @ grad  # [n, d]
     return d_z, d_weights_t.t().contiguous(), d_in_w, d_fc2, d_glu, d_norm_w, d_norm_b

@@ -17,6 +17,7 @@ from foxhunt.config_fields import (
     with_legacy_values,
 )
 from foxhunt.errors import ConfigError, FoxhuntError
+from foxhunt.training.threads import CEILING, check_requested
 
 if TYPE_CHECKING:
     import torch  # imported where a device is resolved: the config alone (--help) needs none
@@ -81,10 +82,13 @@ class TrainingConfig:
             in [0, 1).
         min_lr: the learning rate the cosine and onecycle schedules end at, in [0, lr);
             0 with onecycle = lr / 25e4 (torch's default).
-        threads: CPU threads of this process's torch ops (>= 0). 0 = auto: OMP_NUM_THREADS
-            when set, else the cores other processes leave idle when training starts (at
-            least 1; training/threads.py). Results do not depend on it beyond float rounding;
-            it may change on resume.
+        threads: CPU threads of this process's torch ops, 1 to 256 (a count above the
+            usable cores runs with a warning). None (the default): OMP_NUM_THREADS or
+            MKL_NUM_THREADS when set, else the cores this process may run on; "auto" (or 0):
+            the cores other processes leave idle when training starts, which depends on the
+            load. A run records the count it used in config.json and a resume keeps it:
+            some ATen ops' results depend on it (docs/performance.md, "Threads";
+            training/threads.py).
     """
 
     epochs: int = setting(5, range=Range(1, 1_000_000))
@@ -109,7 +113,8 @@ class TrainingConfig:
     warmup_steps: int | None = setting(None, range=Range(0), legacy=None)
     warmup_fraction: float = setting(0.05, range=FRACTION, legacy=0.05)
     min_lr: float = setting(0.0, legacy=0.0)
-    threads: int = setting(0, range=Range(0, 1024), legacy=0)  # legacy: torch chose
+    # legacy 0: auto, what runs saved before the default was load-free
+    threads: int | Literal["auto"] | None = setting(None, range=Range(0, CEILING), legacy=0)
 
     def __post_init__(self) -> None:
         positive = ("epochs", "batch_size", "eval_batch_size", "max_nonfinite_steps")
@@ -124,7 +129,6 @@ class TrainingConfig:
             "min_delta",
             "patience",
             "num_workers",
-            "threads",
         ):
             if getattr(self, name) < 0:
                 raise ConfigError(f"training.{name} must be >= 0, got {getattr(self, name)}")
@@ -147,6 +151,7 @@ class TrainingConfig:
         conf = self.initial_confidence
         if isinstance(conf, bool) or not isinstance(conf, int | float) or not 0.0 <= conf < 1.0:
             raise ConfigError(f"training.initial_confidence must be in [0, 1), got {conf!r}")
+        check_requested(self.threads)
         self._check_schedule()
         if self.precision not in PRECISIONS:
             raise ConfigError(
