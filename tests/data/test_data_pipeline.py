@@ -302,10 +302,11 @@ def test_a_train_split_the_warm_up_eats_is_warned_about(
 
 
 @pytest.mark.alone  # a wall-clock bound: no busy neighbour on the other core
-def test_summary_is_logged_and_fast(data_log: pytest.LogCaptureFixture) -> None:
-    start = time.perf_counter()
-    data = prepare_data(DataConfig())
-    assert time.perf_counter() - start < 2.0
+def test_summary_is_logged(data_log: pytest.LogCaptureFixture) -> None:
+    # the GARCH bars of 60 sessions (the built-in ones before the planted market), no groups;
+    # how long it takes is benchmarks/data_prep.py's to say, not a test's
+    config = DataConfig(synthetic_market="garch", synthetic_days=60, feature_groups=())
+    data = prepare_data(config)
     lines = [r.getMessage() for r in data_log.records if r.levelno == logging.INFO]
     assert any("16560 rows, 1 symbols, bar spacing 0 days 00:05:00" in line for line in lines)
     assert data.summary.windows["train"] == len(data.train) > 0
