@@ -43,7 +43,13 @@ def test_scores_reproduce_the_runs_metrics(bench: ModuleType, tmp_path: Path) ->
     rows = bench.single_split_tables(frame, resamples=200)
     table = rows[rows.index("") + 3 :]  # after the differences, a blank line and the header
     names = [r.split(" | ")[0].removesuffix(" *") for r in table]
-    assert sorted(names) == sorted(["tft", *metrics["baselines"]])
+    # every forecaster with a forecast (HAR is unavailable on 8 days: too few rows)
+    available = [
+        n
+        for n, m in metrics["baselines"].items()
+        if m["mean_quantile_loss"] == m["mean_quantile_loss"]
+    ]
+    assert sorted(names) == sorted(["tft", *available])
     tft = next(r.split(" | ") for r in table if r.startswith("tft"))
     assert float(tft[1]) == pytest.approx(metrics["test"]["mean_quantile_loss"], abs=1e-4)
     assert float(tft[4]) == pytest.approx(metrics["test"]["coverage"]["observed"], abs=1e-3)

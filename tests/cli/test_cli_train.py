@@ -111,7 +111,9 @@ def test_train_writes_test_forecasts(trained: Path, bars_file: Path) -> None:
             )
         ]
         block = metrics["test"] if name == "tft" else metrics["baselines"][name]
-        assert np.mean(losses) == pytest.approx(block["mean_quantile_loss"], rel=1e-6), name
+        # an unavailable baseline (HAR on too few rows) is NaN in both
+        want = pytest.approx(block["mean_quantile_loss"], rel=1e-6, nan_ok=True)
+        assert np.mean(losses) == want, name
 
 
 def test_resume_via_cli_matches_straight_run(tmp_path: Path, bars_file: Path) -> None:

@@ -27,7 +27,11 @@ def test_the_default_inputs(bars_file: Path, capsys: pytest.CaptureFixture[str])
         "48 bars",
         "observed",
     )
-    assert sum(r["kind"] == "observed" for r in rows) == 6
+    observed = [r["name"] for r in rows if r["kind"] == "observed"]
+    # today's six, then the default group (activity at 12 bars: DataConfig.feature_groups)
+    assert len(observed) == 11 and observed[6:] == [
+        "volume_vs_minute", "clv", "log_volume_12", "rel_volume_12", "amihud_12"
+    ]  # fmt: skip
 
 
 def test_the_tft_225_preset(bars_file: Path, capsys: pytest.CaptureFixture[str]) -> None:

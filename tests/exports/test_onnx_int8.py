@@ -79,9 +79,11 @@ def _predictions(folder: Path, bars: Path) -> np.ndarray:
 
 
 def _int8_initializers(folder: Path) -> int:
-    """Weights stored int8: DequantizeLinear nodes reading an int8 initializer."""
+    """Weights stored in 8 bits: DequantizeLinear nodes reading an int8 initializer, or a
+    uint8 one (int8 + 128, exports/onnx_graph.py's form for ORT's u8 x u8 kernel)."""
     graph = onnx.load(str(folder / "model.onnx")).graph
-    int8 = {i.name for i in graph.initializer if i.data_type == onnx.TensorProto.INT8}
+    eight = (onnx.TensorProto.INT8, onnx.TensorProto.UINT8)
+    int8 = {i.name for i in graph.initializer if i.data_type in eight}
     return sum(n.op_type == "DequantizeLinear" and n.input[0] in int8 for n in graph.node)
 
 

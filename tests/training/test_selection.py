@@ -71,7 +71,9 @@ def test_a_refused_epoch_keeps_the_initial_weights(
     tiny_data: PreparedData, tiny_model_config: TFTConfig, tiny_training: TrainingConfig
 ) -> None:
     # the direct output learns plainly; a gate that is never sure keeps the initial weights
-    cfg = replace(tiny_model_config, output="direct", vol_signals=0, learn_spread=False)
+    cfg = replace(
+        tiny_model_config, output="direct", vol_signals=0, learn_spread=False, log_scale=False
+    )
     training = replace(tiny_training, validate_initial=True, epochs=2, patience=5)
     sure = _trainer(tiny_data, cfg, training)
     sure.fit()

@@ -133,6 +133,7 @@ def test_a_run_records_its_count_and_a_resume_keeps_it(
     # the default would now pick 2; a resume given no count keeps the recorded one
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
     longer = tiny_run(training=tiny_training(threads=None, epochs=2))
+    caplog.clear()  # the first job's line, where the logger's level let it through
     with caplog.at_level("INFO", logger="foxhunt.train"):
         tiny_job(out, longer, resume=True)
     said = [m for m in caplog.messages if m.startswith("threads: ")]
@@ -153,6 +154,7 @@ def test_an_older_run_saved_as_auto_resumes_as_auto(
         config["training"]["threads"] = legacy
     (out / "config.json").write_text(json.dumps(config))
     longer = tiny_run(training=tiny_training(threads=None, epochs=2))
+    caplog.clear()  # the first job's line, where the logger's level let it through
     with caplog.at_level("INFO", logger="foxhunt.train"):
         tiny_job(out, longer, resume=True)
     said = [m for m in caplog.messages if m.startswith("threads: ")]

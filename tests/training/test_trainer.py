@@ -27,7 +27,9 @@ def test_same_seed_same_weights(tiny_data, tiny_model_config, tiny_training) -> 
 def test_training_lowers_the_loss(tiny_data, tiny_model_config) -> None:
     config = TrainingConfig(epochs=3, batch_size=32, max_steps_per_epoch=20, device="cpu")
     # the direct output: the untrained model is no forecaster, so learning shows plainly
-    direct = replace(tiny_model_config, output="direct", vol_signals=0, learn_spread=False)
+    direct = replace(
+        tiny_model_config, output="direct", vol_signals=0, learn_spread=False, log_scale=False
+    )
     trainer = make_trainer(tiny_data, direct, config)
     before = trainer.evaluate(tiny_data.validation)
     trainer.fit()
@@ -63,9 +65,15 @@ def test_resume_is_bit_identical(
 
 
 def test_keeps_last_k_and_best(tiny_data, tiny_model_config, tmp_path: Path) -> None:
-    # every improvement counts here (no bootstrap gate): this is about which files stay
+    # every improvement counts here (no bootstrap gate, no initial weights to beat): this is
+    # about which files stay
     config = TrainingConfig(
-        epochs=4, batch_size=32, max_steps_per_epoch=3, patience=0, initial_confidence=0.0
+        epochs=4,
+        batch_size=32,
+        max_steps_per_epoch=3,
+        patience=0,
+        initial_confidence=0.0,
+        validate_initial=False,
     )
     storage = LocalStorage(tmp_path)
     checkpointer = Checkpointer(storage, config={}, every_steps=2, keep_last=2)
