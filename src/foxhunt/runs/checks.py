@@ -163,6 +163,8 @@ def read_preprocessor(
         raise RunFileError(f"{path}: spec.volatility_windows must be ints in [2, 100000]")
     check_volatility_profile(path, pre)
     computed = (*pre.spec.observed_names, *pre.spec.known_names)
+    if not all(isinstance(name, str) for name in pre.scaler.names):
+        raise RunFileError(f"{path}: scaler.names must be the inputs' names (strings)")
     if tuple(pre.scaler.names) != computed:  # a group gained an input since (cross_fresh)
         extra = sorted(set(computed) ^ set(pre.scaler.names)) or "their order"
         raise RunFileError(
