@@ -20,6 +20,7 @@ from foxhunt.baselines import BASIS_POINTS
 from foxhunt.data import WindowDataset
 from foxhunt.data.config import DataConfig
 from foxhunt.data.planted import PlantedConfig, builtin_market, generate_planted, oracle_quantiles
+from foxhunt.data.planted.oracle import read_bars
 from foxhunt.scoring.score import Scored
 from foxhunt.task import results_table
 from foxhunt.task.metrics import forecast_metrics
@@ -41,6 +42,7 @@ def planted_oracles(
     anchors_ns = dataset.timestamps[anchors].as_unit("ns").asi8
     names = np.asarray(dataset.symbols, dtype=object)[dataset.symbol_codes.numpy()[anchors]]
     high = made.latent["high"].to_numpy().reshape(len(config.symbols), -1).T  # [T, S]
+    read = read_bars(bars, config)  # once, for both oracles
     out = {}
     for kind, name in ORACLES.items():
         forecast = oracle_quantiles(
@@ -51,6 +53,7 @@ def planted_oracles(
             anchors_ns=np.unique(anchors_ns),
             kind=kind,  # type: ignore[arg-type]
             latent_high=high,
+            state=read,
         )
         out[name] = forecast.lookup(names, anchors_ns) * BASIS_POINTS
     return out

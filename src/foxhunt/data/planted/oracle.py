@@ -28,7 +28,7 @@ from foxhunt.data.planted.dynamics import (
     base_scale,
     step,
 )
-from foxhunt.data.planted.generate import VOLUME_PER_MINUTE, timeline
+from foxhunt.data.planted.generate import VOLUME_PER_MINUTE, Timeline, timeline
 from foxhunt.errors import DataError
 
 Kind = Literal["bars", "latent"]
@@ -152,6 +152,26 @@ def _halfnormal(w: np.ndarray, scale: np.ndarray) -> np.ndarray:
     return np.log(2.0) + stats.norm.logpdf(w / scale) - np.log(scale)
 
 
+@dataclass(frozen=True)
+class BarsRead:
+    """The bars as the oracle reads them: the law, the calendar, what they show, and the
+    observable state before each bar (T + 1 states)."""
+
+    law: Law
+    line: Timeline
+    clock: Clock
+    seen: Observed
+    path: list[Observable]
+
+
+def read_bars(frame: pd.DataFrame, cfg: PlantedConfig) -> BarsRead:
+    law = Law.of(cfg)
+    line = timeline(cfg)
+    clock = line.clock(cfg, len(cfg.symbols))
+    seen = observe(frame, cfg, law, clock)
+    return BarsRead(law, line, clock, seen, observable_path(law, clock, seen))
+
+
 def oracle_quantiles(
     frame: pd.DataFrame,
     cfg: PlantedConfig,
@@ -163,15 +183,14 @@ def oracle_quantiles(
     latent_high: np.ndarray | None = None,
     paths: int = 1000,
     seed: int = 0,
+    state: BarsRead | None = None,
 ) -> OracleForecast:
     """The oracle's quantiles of the next `horizon` returns after each anchor bar (every bar
     with `horizon` bars after it, or those at `anchors_ns`). `kind="latent"` needs the true
-    regime path, `latent_high` [T, S] (`PlantedBars.latent["high"]`, reshaped)."""
-    law = Law.of(cfg)
-    line = timeline(cfg)
-    clock = line.clock(cfg, len(cfg.symbols))
-    seen = observe(frame, cfg, law, clock)
-    path = observable_path(law, clock, seen)
+    regime path, `latent_high` [T, S] (`PlantedBars.latent["high"]`, reshaped). `state`:
+    `read_bars(frame, cfg)` already done (both oracles of one run read the bars once)."""
+    read = state if state is not None else read_bars(frame, cfg)
+    law, line, clock, seen, path = read.law, read.line, read.clock, read.seen, read.path
     if kind == "latent":
         if latent_high is None:
             raise ValueError("the latent oracle needs the true regime path (latent_high)")
