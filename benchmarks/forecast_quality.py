@@ -145,6 +145,9 @@ def table(scores: dict[str, dict[str, Any]], tests: dict[str, Any]) -> list[str]
     return rows
 
 
+WEIGHTS = {"trained": "trained", "initial": "initial (the gate kept the calibrated head)"}
+
+
 def walk_forward_tables(result: dict[str, Any]) -> list[str]:
     """Lines: a table per fold of backtest.json, then the pooled one."""
     lines = []
@@ -153,7 +156,8 @@ def walk_forward_tables(result: dict[str, Any]) -> list[str]:
         lines += [
             f"fold {k}: test {test['start']} .. {test['end'] or 'end'}, windows train/validation/"
             f"test {windows['train']}/{windows['validation']}/{windows['test']}, "
-            f"{block.get('seconds', float('nan')):.0f} s",
+            f"{block.get('seconds', float('nan')):.0f} s, "
+            f"weights {WEIGHTS.get(block.get('weights'), 'not recorded')}",
             "",
             *table(fold_scores(block), block["differences"]),
             "",

@@ -28,6 +28,9 @@ class TFTBatch:
     #: [B, K] float: log(fast / base volatility) at the anchor, K = 1 or 0 signals
     #: (DataConfig.fast_window); the "baseline" output learns how much to lean on it
     vol_signal: Tensor | None = None
+    #: [B, H] float: log of each target bar's log range log(high / low), NaN where the bar
+    #: has none; a training target only (the range loss, task/loss.py), never an input
+    target_range: Tensor | None = None
 
     @property
     def batch_size(self) -> int:

@@ -92,6 +92,29 @@ def test_backtest_json_schema(uninterrupted: dict[str, Any]) -> None:
     assert folds[0]["test"]["end"] == folds[1]["test"]["start"]  # consecutive, not overlapping
 
 
+def test_each_fold_says_whose_weights_forecast(
+    uninterrupted: dict[str, Any], tmp_path: Path
+) -> None:
+    """The trained weights or the calibrated head the gate kept: backtest.json, the fold's
+    line of the summary table, from the fold's run's metrics.json."""
+    from foxhunt.backtest.fold_job import weights_of
+    from foxhunt.cli.backtest import summary_table
+
+    assert all(fold["weights"] in ("trained", "initial") for fold in uninterrupted["folds"])
+    for weights in ("trained", "initial"):
+        run = tmp_path / weights
+        run.mkdir()
+        kept = {"training": {"kept_initial": weights == "initial"}}
+        (run / "metrics.json").write_text(json.dumps(kept))
+        assert weights_of(run) == weights
+        result = json.loads(json.dumps(uninterrupted))
+        result["folds"][1]["weights"] = weights
+        line = summary_table(result).splitlines()[2]
+        assert line.startswith(f"fold 1 ({weights} weights") and "tft " in line
+    (tmp_path / "trained" / "metrics.json").write_text("[1]")
+    assert weights_of(tmp_path / "trained") is None and weights_of(tmp_path / "none") is None
+
+
 def test_killed_during_fold_3_resumes_to_the_same_result(
     tmp_path: Path, uninterrupted: dict[str, Any]
 ) -> None:

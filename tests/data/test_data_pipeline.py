@@ -1,6 +1,7 @@
 import logging
 import pickle
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -418,3 +419,20 @@ def test_latest_takes_user_known_columns_from_a_future_frame(tmp_path: Path) -> 
     got = latest_windows(p, bars, future).batch.future[0, :, -1]  # [H]
     want = (np.array([1.0, 0.0, 2.0, 0.0]) - p.scaler.mean[-1]) / p.scaler.std[-1]
     torch.testing.assert_close(got, torch.from_numpy(want.astype(np.float32)))
+
+
+def test_windows_carry_their_target_bars_log_ranges(synthetic: PreparedData) -> None:
+    """The range loss's target: log(log(high / low)) of each target bar (rows anchor+1 ..
+    anchor+H), read from the bars, never scaled; a flat bar has none (NaN)."""
+    encoded = synthetic.encoded
+    assert encoded is not None
+    ds = synthetic.test
+    batch = ds.__getitems__([0, len(ds) - 1])
+    assert batch.target_range is not None and batch.anchor is not None
+    high, low = encoded.frame["high"].to_numpy(), encoded.frame["low"].to_numpy()
+    for b, anchor in enumerate(batch.anchor.tolist()):
+        rows = slice(anchor + 1, anchor + 5)
+        expected = np.log(np.log(high[rows] / low[rows])).astype(np.float32)
+        np.testing.assert_allclose(batch.target_range[b].numpy(), expected, rtol=1e-6)
+    flat = replace(encoded, frame=encoded.frame.assign(high=encoded.frame["low"]))
+    assert np.isnan(flat.log_ranges()).all()

@@ -40,7 +40,7 @@ def legacy(model: TFTConfig, training: TrainingConfig) -> tuple[TFTConfig, Train
     (its legacy value, config_fields.setting)."""
     return (
         replace(model, learn_spread=False, vol_signals=0, sort_quantiles=False, log_scale=False),
-        replace(training, calibrate=False, initial_confidence=0.0),
+        replace(training, calibrate=False, initial_confidence=0.0, range_weight=0.0),
     )
 
 

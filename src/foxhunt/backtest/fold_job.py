@@ -146,15 +146,18 @@ def run_fold(
         train_fold(cfg, run_dir, bt=bt, warm_from=warm, callbacks=callbacks)
     frame = pd.read_parquet(run_dir / FORECASTS_FILE)
     block = fold_block(fold, windows, frame, closes, bt.costs, bars_per_year)
+    trained = fold_dir(output_dir, 0) / "run" if bt.refit == "none" else run_dir
+    block["weights"] = weights_of(trained)
     block["seconds"] = round(time.perf_counter() - started, 1)
     atomic_write_json(done, json_safe(block))
     m = block["metrics"]
     log.info(
-        "fold %d/%d done in %.0fs: TFT QL %.4f (%s), signal net %.0f, Sharpe %.2f",
+        "fold %d/%d done in %.0fs: TFT QL %.4f (%s weights), %s, signal net %.0f, Sharpe %.2f",
         k + 1,
         len(folds),
         block["seconds"],
         m.get("mean_quantile_loss", float("nan")),
+        block["weights"] or "unknown",
         ", ".join(
             f"{n} {b.get('mean_quantile_loss', float('nan')):.4f}"
             for n, b in block["baselines"].items()
@@ -163,6 +166,18 @@ def run_fold(
         block["signal"]["tft"]["sharpe"],
     )
     return dict(read_json_bounded(done))
+
+
+def weights_of(run_dir: Path) -> str | None:
+    """Whose weights forecast from a run folder: "trained", or "initial" when the gate kept
+    the calibrated head (metrics.json's training.kept_initial); None if it does not say."""
+    try:
+        training = dict(read_json_bounded(run_dir / "metrics.json")).get("training")
+    except (OSError, UnsafeFileError, TypeError, ValueError):
+        return None
+    if not isinstance(training, dict) or "kept_initial" not in training:
+        return None
+    return "initial" if training["kept_initial"] else "trained"
 
 
 def _evaluate_first_model(config: RunConfig, first: Path, run_dir: Path) -> None:

@@ -86,13 +86,18 @@ def run(line: argparse.Namespace) -> int:
     return 0
 
 
+#: how a fold's line says whose weights forecast (backtest.json's "weights" of each fold)
+WEIGHTS = {"trained": " (trained weights)", "initial": " (initial weights: the gate kept the head)"}
+
+
 def summary_table(result: dict[str, Any]) -> str:
     """Per fold: the TFT's mean quantile loss and each baseline's; then the aggregate."""
     lines = []
     for fold in result["folds"]:
         names = {"tft": fold["metrics"], **fold["baselines"]}
         cells = ", ".join(f"{n} {_num(m.get('mean_quantile_loss'))}" for n, m in names.items())
-        lines.append(f"fold {fold['index']}: {cells}")
+        weights = WEIGHTS.get(fold.get("weights"), "")
+        lines.append(f"fold {fold['index']}{weights}: {cells}")
         lines += _mcs_line(f"fold {fold['index']}", fold)
     s = result["summary"]
     lines.append(f"all folds: TFT mean QL {json.dumps(s['mean_quantile_loss'])}")

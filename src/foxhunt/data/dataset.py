@@ -54,6 +54,7 @@ class WindowDataset(Dataset[TFTBatch]):
         profile       [N] float32     intraday relative volatility of each bar
         vol_signal    [N] float32     log(fast / base volatility) at each bar (None: none)
         static_values [S, K] float32  static inputs of each symbol code (None: none)
+        range_values  [N] float32     log of each bar's log range (NaN: none; None: not kept)
     and `anchors` [W] int64, the row of the last observed bar of each window. `past_values`
     may instead be a read-only numpy [N, P] array, a feature store's memory map
     (data/feature_store.py): only the rows of each batch are then read, by `gather_rows`. Window i is
@@ -78,6 +79,7 @@ class WindowDataset(Dataset[TFTBatch]):
         profile: Tensor | None = None,
         vol_signal: Tensor | None = None,
         static_values: Tensor | None = None,
+        range_values: Tensor | None = None,
     ) -> None:
         if (base_volatility is None) != (profile is None):
             raise ValueError("give base_volatility and profile together, or neither")
@@ -94,6 +96,7 @@ class WindowDataset(Dataset[TFTBatch]):
         self.profile = profile
         self.vol_signal = vol_signal
         self.static_values = static_values
+        self.range_values = range_values
         self._past_offsets = torch.arange(-lookback + 1, 1)
         self._future_offsets = torch.arange(1, horizon + 1)
 
@@ -140,9 +143,11 @@ class WindowDataset(Dataset[TFTBatch]):
         future_rows = (anchor[:, None] + self._future_offsets).view(-1)  # [B*H]
         past = gather_rows(self.past_values, past_rows).view(batch, lookback, -1)
         future = self._future_rows(future_rows).view(batch, horizon, -1)
-        target = None
+        target = target_range = None
         if self.target_values is not None:
             target = self.target_values.index_select(0, future_rows).view(batch, horizon)
+        if self.range_values is not None:
+            target_range = self.range_values.index_select(0, future_rows).view(batch, horizon)
         scale = None
         if self.base_volatility is not None and self.profile is not None:
             profile = self.profile.index_select(0, future_rows).view(batch, horizon)
@@ -163,6 +168,7 @@ class WindowDataset(Dataset[TFTBatch]):
             anchor=anchor,  # [B]
             scale=scale,  # [B, H]
             vol_signal=signal,  # [B, 1]
+            target_range=target_range,  # [B, H]
         )
 
     def _future_rows(self, rows: Tensor) -> Tensor:

@@ -56,3 +56,14 @@ class EncodedFrame:
         features = compute_features(frame, spec, timezone=timezone, symbol_codes=series)
         times_ns = times.as_unit("ns").asi8
         return cls(frame, times, times_ns, codes, features, features.finite_rows, series)
+
+    def log_ranges(self) -> np.ndarray:
+        """[N] float32 log of each bar's log range log(high / low): the range loss's target
+        (task/loss.py), a far less noisy measure of the bar's volatility than its return.
+        NaN where the bar has no range (high <= low: a flat bar, or a bad quote)."""
+        high = self.frame["high"].to_numpy(np.float64)
+        low = self.frame["low"].to_numpy(np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            spread = np.log(high / low)
+            logs = np.log(np.where(spread > 0, spread, np.nan))
+        return logs.astype(np.float32)

@@ -128,6 +128,7 @@ def write_entry(stage: Staging, data: PreparedData, material: dict[str, Any]) ->
         "volatility": train.base_volatility,
         "profile": train.profile,
         "signal": train.vol_signal,
+        "ranges": train.range_values,
         "returns": encoded.features.returns,
         "series_codes": encoded.series_codes,
     }
@@ -166,7 +167,8 @@ def read_entry(path: Path, meta: dict[str, Any]) -> PreparedData:
     utc = np.load(path / "times.npy").astype(f"datetime64[{clock['unit']}]")
     times = pd.DatetimeIndex(utc, name=clock["name"]).tz_localize("UTC").tz_convert(clock["tz"])
     inputs = np.load(path / "inputs.npy", mmap_mode="r")
-    vectors = {n: _vector(path, n) for n in ("targets", "volatility", "profile", "signal")}
+    names = ("targets", "volatility", "profile", "signal", "ranges")
+    vectors = {n: _vector(path, n) for n in names}
     codes = _vector(path, "symbol_codes")
     assert codes is not None
     static = pre.static_values()
@@ -185,6 +187,7 @@ def read_entry(path: Path, meta: dict[str, Any]) -> PreparedData:
             profile=vectors["profile"],
             vol_signal=vectors["signal"],
             static_values=static,
+            range_values=vectors["ranges"],
         )
         for name in SPLITS
     }

@@ -184,6 +184,7 @@ class Preprocessor:
             scaled = self.scaler.transform(inputs, codes=rows_codes)
         values = torch.from_numpy(scaled)  # each symbol by its own statistics
         targets = torch.from_numpy(self.target_scaler.transform(encoded.features.returns))
+        ranges = torch.from_numpy(encoded.log_ranges())
         codes = torch.from_numpy(encoded.symbol_codes.astype(np.int64))
         volatility = profile = signal = None
         if baseline is not None:
@@ -206,6 +207,7 @@ class Preprocessor:
                 profile=profile,
                 vol_signal=signal,
                 static_values=static,
+                range_values=ranges,
             )
             for name, rows in anchors.items()
         }

@@ -31,7 +31,7 @@ from foxhunt.data.sources import source_files
 from foxhunt.storage.staged import file_sha256
 
 #: the layout of a store entry (data/feature_store.py); a new layout never reads an old one
-STORE_FORMAT = 1
+STORE_FORMAT = 2  # 2: each bar's log range (ranges.npy)
 KEY_CHARS = 24  # 96 bits of the SHA-256
 #: settings that do not change the prepared arrays
 UNKEYED = ("feature_store", "path", "base")

@@ -51,3 +51,25 @@ def quantile_loss(
     """Pinball loss averaged over batch, horizon and quantiles: a scalar (see above for
     `scale`)."""
     return quantile_loss_per_quantile(pred, target, quantiles, scale).mean()
+
+
+def range_loss(log_volatility: Tensor, scale: Tensor, log_range: Tensor) -> Tensor:
+    """Huber loss (delta 1) of how far the forecast's volatility misses each target bar's
+    range, on the log scale: a scalar.
+
+    log_volatility [B, H] (or [B, 1]): the log of the forecast's volatility over the base's;
+    scale [B, H]: the base's; log_range [B, H]: log of each target bar's log(high / low), NaN
+    where none. A bar's range is its volatility times a factor (wicks, ticks, bar length)
+    whose level the model need not know, so the residual log_range - log(scale) -
+    log_volatility is taken about its mean over the batch, per horizon step: only how it
+    varies across windows trains the volatility. The range is a far less noisy measure of a
+    bar's volatility than its return (Parkinson 1980; Alizadeh, Brandt and Diebold 2002), which
+    is all the pinball loss sees.
+    """
+    residual = log_range - scale.clamp_min(MIN_SCALE).log() - log_volatility  # [B, H]
+    valid = residual.isfinite()
+    kept = torch.where(valid, residual, torch.zeros_like(residual))
+    mean = kept.sum(dim=0) / valid.sum(dim=0).clamp_min(1)  # [H]
+    centred = torch.where(valid, kept - mean, torch.zeros_like(kept))
+    losses = torch.nn.functional.huber_loss(centred, torch.zeros_like(centred), reduction="none")
+    return losses.sum() / valid.sum().clamp_min(1)

@@ -37,6 +37,9 @@ class TFTOutput:
     past_weights: Tensor  # [B, L, P]: past variable importance per step
     future_weights: Tensor  # [B, H, F]: future variable importance per step
     attention: Tensor | None  # [B, H, L + H], head-averaged; None in training unless asked
+    #: [B, H] or [B, 1]: log of the forecast's volatility over the base's (the "baseline"
+    #: output's w . signal + s); None without one. What the range loss trains (task/loss.py)
+    log_volatility: Tensor | None = None
 
 
 class TemporalFusionTransformer(nn.Module):
@@ -106,12 +109,14 @@ class TemporalFusionTransformer(nn.Module):
         need_weights = return_attention or not self.training
         fused, attention = self.fusion_decoder(temporal, c_enrichment, need_weights)  # [B, H, d]
         quantiles = self.output_head(fused)  # [B, H, Q] (+1 with log_scale)
+        log_volatility = None
         if self.baseline is not None:
             assert batch.scale is not None  # check_batch
             log_scale = None
             if cfg.log_scale:
                 log_scale, quantiles = quantiles[..., 0], quantiles[..., 1:]  # [B, H], [B, H, Q]
             quantiles = self.baseline(quantiles, batch.scale, batch.vol_signal, log_scale)
+            log_volatility = self.baseline.log_adjustment(batch.vol_signal, log_scale)
         if cfg.sort_quantiles:  # coherent: the q-th forecast never below the p-th, p < q
             quantiles = quantiles.sort(dim=-1).values
         return TFTOutput(
@@ -120,6 +125,7 @@ class TemporalFusionTransformer(nn.Module):
             past_weights=past_weights,
             future_weights=future_weights,
             attention=attention,
+            log_volatility=log_volatility,
         )
 
 

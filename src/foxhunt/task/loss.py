@@ -16,7 +16,7 @@ from torch import Tensor, nn
 
 from foxhunt.batch import TFTBatch
 from foxhunt.errors import FoxhuntError
-from foxhunt.model.loss import quantile_loss
+from foxhunt.model.loss import quantile_loss, range_loss
 
 #: the loss of one batch through a model the callable closes over (see :func:`loss_of`)
 BatchLoss = Callable[[TFTBatch], Tensor]
@@ -43,14 +43,23 @@ def batch_loss(
     *,
     weighting: str = "none",
     autocast: Autocast | None = None,
+    range_weight: float = 0.0,
 ) -> Tensor:
-    """Mean quantile loss of ``model`` on ``batch``, a scalar with its graph. The forward runs
-    inside ``autocast()`` when given; the loss is taken in float32 outside it."""
+    """Mean quantile loss of ``model`` on ``batch``, a scalar with its graph, plus
+    ``range_weight`` x the range loss where the batch has its bars' ranges and the model a
+    volatility of its own (the "baseline" output; model/loss.py). The forward runs inside
+    ``autocast()`` when given; the loss is taken in float32 outside it."""
     assert batch.target is not None, "training batches carry targets"
     scale = loss_scale(batch, weighting)  # before the forward: a bad setting fails at once
     with autocast() if autocast is not None else contextlib.nullcontext():
         out = model(batch)
-    return quantile_loss(out.quantiles.float(), batch.target, quantiles, scale)
+    loss = quantile_loss(out.quantiles.float(), batch.target, quantiles, scale)
+    volatility = out.log_volatility
+    if range_weight and volatility is not None and batch.target_range is not None:
+        assert batch.scale is not None  # the baseline output has checked it
+        ranged = range_loss(volatility.float(), batch.scale.float(), batch.target_range)
+        loss = loss + range_weight * ranged
+    return loss
 
 
 def loss_of(
@@ -59,8 +68,14 @@ def loss_of(
     *,
     weighting: str = "none",
     autocast: Autocast | None = None,
+    range_weight: float = 0.0,
 ) -> BatchLoss:
     """:func:`batch_loss` bound to ``model``: the loss callable the memory tools measure."""
     return functools.partial(
-        batch_loss, model, quantiles=quantiles, weighting=weighting, autocast=autocast
+        batch_loss,
+        model,
+        quantiles=quantiles,
+        weighting=weighting,
+        autocast=autocast,
+        range_weight=range_weight,
     )

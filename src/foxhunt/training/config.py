@@ -61,6 +61,13 @@ class TrainingConfig:
             window's loss divided by its baseline scale (batch.scale), i.e. the loss of the
             standardized forecast, so calm and volatile windows weigh alike. Validation and
             early stopping always use the unweighted loss, the units that are reported.
+        range_weight: weight (>= 0) of the range loss added to the pinball loss in training:
+            with the "baseline" output, how far the forecast's log volatility misses the log
+            range (high / low) of each target bar (model/loss.py). A bar's range measures its
+            volatility several times more precisely than its return, so the network learns
+            what moves volatility from far fewer bars (docs/forecasting.md, "The range loss").
+            0 = the pinball loss alone, as runs saved before this field. Validation, early
+            stopping and every table use the pinball loss alone.
         validate_initial: score the validation split once before the first epoch, so the
             initial weights compete for the best epoch; with output="baseline" they are the
             rolling-volatility baseline, which the kept model then never loses to on validation.
@@ -106,6 +113,7 @@ class TrainingConfig:
     max_nonfinite_steps: int = 5
     num_workers: int = setting(0, range=Range(0, 256))
     loss_weighting: LossWeighting = "none"
+    range_weight: float = setting(1.0, range=Range(0, 100), legacy=0.0)
     validate_initial: bool = setting(True, legacy=False)
     calibrate: bool = setting(True, legacy=False)
     initial_confidence: float = setting(0.95, range=FRACTION, legacy=0.0)

@@ -31,7 +31,12 @@ def first_training_batch(trainer: Trainer) -> TFTBatch:
 def probe_loss(trainer: Trainer) -> BatchLoss:
     """The training forward + loss on the plain module (never the DDP wrapper: a probe must
     not sync), with the training autocast; unweighted, as the probe has always measured."""
-    return loss_of(trainer.model, trainer.quantiles, autocast=trainer.autocast)
+    return loss_of(
+        trainer.model,
+        trainer.quantiles,
+        autocast=trainer.autocast,
+        range_weight=trainer.config.range_weight,
+    )
 
 
 def report_checkpointing(trainer: Trainer, segments: list[str]) -> dict[str, Any]:

@@ -109,6 +109,7 @@ class Trainer:
             self.quantiles,
             weighting=self.config.loss_weighting,
             autocast=self.autocast,
+            range_weight=self.config.range_weight,
         )
 
     def train_step(self, batch: TFTBatch) -> float:
