@@ -26,6 +26,8 @@ def test_a_run_on_the_built_in_planted_bars_scores_the_oracle_beside_the_baselin
     tft = result.metrics["test"]["mean_quantile_loss"]
     share = (oracle["best_baseline_loss"] - tft) / (oracle["best_baseline_loss"] - bound)
     assert np.isclose(oracle["gap_closed"], share)
+    low, high = oracle["gap_closed_ci95"]
+    assert low < share < high and f"interval {100 * low:.0f}% to" in result.table
     assert "oracle_bars" in result.table and "planted market: the TFT closed" in result.table
 
 

@@ -23,7 +23,8 @@ from foxhunt.data.planted import PlantedConfig, builtin_market, generate_planted
 from foxhunt.data.planted.oracle import read_bars
 from foxhunt.scoring.score import Scored
 from foxhunt.task import results_table
-from foxhunt.task.metrics import forecast_metrics
+from foxhunt.task.bootstrap import day_blocks
+from foxhunt.task.metrics import forecast_metrics, window_losses
 
 ORACLES = {"bars": "oracle_bars", "latent": "oracle_latent"}
 
@@ -59,15 +60,32 @@ def planted_oracles(
     return out
 
 
+def gap_interval(
+    tft: np.ndarray, best: np.ndarray, oracle: np.ndarray, blocks: np.ndarray, resamples: int = 2000
+) -> list[float]:
+    """95% interval of the share of the gap closed, from per-window losses [W] resampled by
+    day (`blocks` [W]): the same days for the three, the share taken of their sums."""
+    _, inverse = np.unique(blocks, return_inverse=True)
+    won = np.bincount(inverse, weights=best - tft)
+    gap = np.bincount(inverse, weights=best - oracle)
+    draws = np.random.default_rng(0).integers(0, len(won), size=(resamples, len(won)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shares = won[draws].sum(axis=1) / gap[draws].sum(axis=1)
+    low, high = np.nanquantile(shares, [0.025, 0.975])
+    return [float(low), float(high)]
+
+
 def oracle_summary(
     metrics: dict[str, Any],
     oracles: dict[str, np.ndarray],
     target: np.ndarray,
     quantiles: Sequence[float],
+    forecasts: tuple[np.ndarray, dict[str, np.ndarray], np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """The oracles' metrics on the same windows, and the share of the gap between the best
     baseline and the reachable oracle that the TFT closed (1 = all of it; < 0 = worse than
-    that baseline)."""
+    that baseline); with `forecasts` (the TFT's [W, H, Q], each baseline's, each window's day
+    [W]) also its 95% day-block interval (`gap_closed_ci95`)."""
     levels = tuple(quantiles)
     rows = {name: forecast_metrics(f, target, levels) for name, f in oracles.items()}
     available = {
@@ -80,12 +98,20 @@ def oracle_summary(
     reachable = rows["oracle_bars"]["mean_quantile_loss"]
     gap = available[best] - reachable
     closed = (available[best] - tft) / gap if gap > 0 else float("nan")
-    return {
+    out = {
         "metrics": rows,
         "best_baseline": best,
         "best_baseline_loss": available[best],
         "gap_closed": closed,
     }
+    if forecasts is not None and gap > 0:
+        pred, baselines, days = forecasts
+        tft_w, best_w, bound_w = (
+            window_losses(f, target, levels)
+            for f in (pred, baselines[best], oracles["oracle_bars"])
+        )
+        out["gap_closed_ci95"] = gap_interval(tft_w, best_w, bound_w, days)
+    return out
 
 
 def planted_source(data: DataConfig) -> tuple[PlantedConfig, pd.DataFrame | None] | None:
@@ -112,6 +138,9 @@ def with_planted_oracle(scored: Scored, data: DataConfig, quantiles: Sequence[fl
         return scored
     config, frame = source
     oracles = planted_oracles(scored.dataset, config, quantiles, frame)
-    summary = oracle_summary(scored.metrics, oracles, scored.target, quantiles)
+    data_set = scored.dataset
+    days = day_blocks(data_set.timestamps[data_set.anchors.numpy()])
+    forecasts = (scored.pred, scored.baselines, days)
+    summary = oracle_summary(scored.metrics, oracles, scored.target, quantiles, forecasts)
     metrics = {**scored.metrics, "oracle": summary}
     return replace(scored, metrics=metrics, table=results_table(metrics, tuple(quantiles)))

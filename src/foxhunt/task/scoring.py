@@ -95,8 +95,10 @@ def oracle_line(oracle: dict[str, Any]) -> str:
     """One line: the share of the gap between the best baseline and the reachable oracle."""
     bars = oracle["metrics"]["oracle_bars"]["mean_quantile_loss"]
     latent = oracle["metrics"]["oracle_latent"]["mean_quantile_loss"]
+    ci = oracle.get("gap_closed_ci95")
+    within = f" (95% day-block interval {100 * ci[0]:.0f}% to {100 * ci[1]:.0f}%)" if ci else ""
     return (
-        f"planted market: the TFT closed {100 * oracle['gap_closed']:.0f}% of the gap between "
+        f"planted market: the TFT closed {100 * oracle['gap_closed']:.0f}%{within} of the gap between "
         f"the best baseline ({oracle['best_baseline']}, {oracle['best_baseline_loss']:.4f}) "
         f"and the oracle from the bars ({bars:.4f}; from the latent state {latent:.4f})"
     )
