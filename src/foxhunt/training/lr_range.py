@@ -1,0 +1,127 @@
+"""The learning-rate range test (Smith 2017; fastai's `lr_find`): one optimizer step per rate,
+the rate growing exponentially from `start` to `end`, on shuffled training batches.
+
+The loss is smoothed (a bias-corrected exponential average, `BETA`), and the test stops once
+the smoothed loss exceeds `DIVERGED` times its lowest, or a loss or a weight is not finite.
+Suggested: a tenth of the rate at the lowest smoothed loss (the rate where the loss still fell
+reliably); the rate of the steepest descent (of the smoothed loss against log rate, before
+its lowest) is reported beside it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import numpy as np
+from torch import nn
+from torch.utils.data import Dataset
+
+from foxhunt.batch import TFTBatch
+from foxhunt.data import make_loader
+from foxhunt.errors import FoxhuntError
+from foxhunt.training.config import TrainingConfig
+from foxhunt.training.trainer import Trainer
+
+log = logging.getLogger("foxhunt.diagnose")
+
+BETA = 0.9  # the smoothing; fastai's 0.98 lags by tens of steps on a 100-step test
+DIVERGED = 4.0  # smoothed loss over its lowest that ends the test (fastai's rule)
+
+
+@dataclass(frozen=True)
+class LRRange:
+    """The rates tried, their losses (raw and smoothed), why the test ended ("end",
+    "diverged" or "not finite") and the suggestions (NaN with under two finite steps)."""
+
+    lrs: list[float]
+    losses: list[float]
+    smoothed: list[float]
+    stopped: str
+    lr_at_min: float
+    lr_steepest: float
+
+    @property
+    def suggested(self) -> float:
+        return self.lr_at_min / 10
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "suggested": self.suggested}
+
+
+def rates(start: float, end: float, steps: int) -> np.ndarray:
+    """`steps` rates from `start` to `end`, evenly spaced in log."""
+    return start * (end / start) ** (np.arange(steps) / max(steps - 1, 1))
+
+
+def smooth(losses: Sequence[float], beta: float = BETA) -> list[float]:
+    """The bias-corrected exponential average of `losses` at each step."""
+    out, average = [], 0.0
+    for i, loss in enumerate(losses, start=1):
+        average = beta * average + (1 - beta) * loss
+        out.append(average / (1 - beta**i))
+    return out
+
+
+def suggestions(lrs: Sequence[float], smoothed: Sequence[float]) -> tuple[float, float]:
+    """(rate at the lowest smoothed loss, rate of the steepest descent before it)."""
+    if len(smoothed) < 2:
+        return math.nan, math.nan
+    lowest = int(np.argmin(smoothed))
+    if lowest == 0:
+        return float(lrs[0]), float(lrs[0])
+    slope = np.gradient(np.asarray(smoothed[: lowest + 1]), np.log(lrs[: lowest + 1]))
+    return float(lrs[lowest]), float(lrs[int(np.argmin(slope))])
+
+
+def _batches(trainer: Trainer) -> Iterator[TFTBatch]:
+    """The trainer's shuffled batches, epoch after epoch (none from no windows)."""
+    epoch = 0
+    while len(trainer.sampler):
+        trainer.sampler.set_position(epoch, 0)
+        yield from make_loader(trainer.train_set, batch_sampler=trainer.sampler)
+        epoch += 1
+
+
+def lr_range_test(
+    model: nn.Module,
+    dataset: Dataset[TFTBatch],
+    training: TrainingConfig,
+    quantiles: Sequence[float],
+    *,
+    start: float,
+    end: float,
+    steps: int,
+) -> LRRange:
+    """Train `model` in place through the rates (see the module docstring)."""
+    config = replace(training, lr_schedule="constant", validate_initial=False)
+    trainer = Trainer(model, config, train_set=dataset, val_set=dataset, quantiles=quantiles)
+    tried, losses, stopped = [], [], "end"
+    every, average, lowest = max(1, steps // 10), 0.0, math.inf
+    for i, (lr, batch) in enumerate(zip(rates(start, end, steps), _batches(trainer), strict=False)):
+        for group in trainer.update.optimizer.param_groups:
+            group["lr"] = float(lr)
+        try:
+            loss = trainer.train_step(batch)
+        except FoxhuntError:  # non-finite weights after the step
+            stopped = "not finite"
+            break
+        if not math.isfinite(loss):
+            stopped = "not finite"
+            break
+        tried.append(float(lr))
+        losses.append(loss)
+        average = BETA * average + (1 - BETA) * loss  # as `smooth`, one step at a time
+        smoothed = average / (1 - BETA ** len(losses))
+        lowest = min(lowest, smoothed)
+        if (i + 1) % every == 0:
+            log.info("lr range test: step %d/%d, lr %.2e, loss %.5f", i + 1, steps, lr, loss)
+        if smoothed > DIVERGED * lowest:
+            stopped = "diverged"
+            break
+    curve = smooth(losses)
+    at_min, steepest = suggestions(tried, curve)
+    return LRRange(tried, losses, curve, stopped, at_min, steepest)
