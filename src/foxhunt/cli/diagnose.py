@@ -56,12 +56,14 @@ def run(line: argparse.Namespace) -> int:
     cfg = parsed(command(), line.argv)
     if cfg is None:  # --print-config printed it
         return 0
+    from foxhunt.training.diagnose_config import DiagnoseConfig
+
+    settings = DiagnoseConfig(**cfg.diagnose.as_dict())  # refused before torch loads
     from foxhunt.cli.train_config import run_config
     from foxhunt.jobs.diagnose import DIAGNOSE_FILE, diagnose, summary
     from foxhunt.runs import check_output_path
-    from foxhunt.training.diagnose_config import DiagnoseConfig
 
-    config, settings = run_config(cfg), DiagnoseConfig(**cfg.diagnose.as_dict())
+    config = run_config(cfg)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     output_dir = Path(cfg.options.output_dir or Path("runs") / f"diagnose-{stamp}")
     check_output_path(output_dir, "--output-dir")

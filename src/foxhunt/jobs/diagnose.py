@@ -57,15 +57,19 @@ def strict(tree: Any) -> Any:
 def diagnose(config: RunConfig, settings: DiagnoseConfig, output_dir: Path) -> Diagnosis:
     """Both checks on the bars and model `config` names; diagnose.json in `output_dir`."""
     job = JobSetting(output_dir=output_dir)  # prepare and build write nothing there
-    prepared = prepare(config, job)
-    diagnosis = Diagnosis(
-        overfit=_overfit(prepared, job, settings),
-        lr_range=_lr_range(prepared, job, settings),
-        training_lr=config.training.lr,
-    )
+    diagnosis = run_checks(prepare(config, job), settings, job)
     output_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(output_dir / DIAGNOSE_FILE, diagnosis.to_dict())
     return diagnosis
+
+
+def run_checks(prepared: PreparedRun, settings: DiagnoseConfig, job: JobSetting) -> Diagnosis:
+    """The overfit check, then the range test, each on a model built afresh."""
+    return Diagnosis(
+        overfit=_overfit(prepared, job, settings),
+        lr_range=_lr_range(prepared, job, settings),
+        training_lr=prepared.config.training.lr,
+    )
 
 
 def _fresh(prepared: PreparedRun, job: JobSetting) -> BuiltRun:
@@ -86,6 +90,7 @@ def _overfit(prepared: PreparedRun, job: JobSetting, settings: DiagnoseConfig) -
         windows=settings.overfit_windows,
         steps=settings.overfit_steps,
         threshold=settings.overfit_ratio,
+        lr=settings.overfit_lr,
     )
 
 

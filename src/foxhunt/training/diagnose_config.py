@@ -17,8 +17,9 @@ class DiagnoseConfig:
     Attributes:
         overfit_windows: training windows (a fixed, seeded sample) the overfit check fits as
             one batch, 1 to 100,000.
-        overfit_steps: optimizer steps of the overfit check, at the training lr, without
-            dropout or weight decay (>= 1).
+        overfit_steps: optimizer steps of the overfit check, without dropout or weight
+            decay (>= 1).
+        overfit_lr: the overfit check's learning rate (> 0); None = the training lr.
         overfit_ratio: the check passes when the final train loss on those windows is at
             most this share of the head's (the untrained, calibrated network's), in (0, 1).
         lr_range_start: the range test's first learning rate (> 0).
@@ -29,6 +30,7 @@ class DiagnoseConfig:
 
     overfit_windows: int = setting(256, range=Range(1, 100_000))
     overfit_steps: int = setting(200, range=Range(1, 1_000_000))
+    overfit_lr: float | None = setting(None, range=POSITIVE)
     overfit_ratio: float = setting(0.5, range=Range(0, 1, low_open=True, high_open=True))
     lr_range_start: float = setting(1e-6, range=POSITIVE)
     lr_range_end: float = setting(1.0, range=POSITIVE)

@@ -1,8 +1,11 @@
 """The learning-rate range test (Smith 2017; fastai's `lr_find`): one optimizer step per rate,
 the rate growing exponentially from `start` to `end`, on shuffled training batches.
 
-The loss is smoothed (a bias-corrected exponential average, `BETA`), and the test stops once
-the smoothed loss exceeds `DIVERGED` times its lowest, or a loss or a weight is not finite.
+The loss read after each step is that of one fixed batch of training windows (eval mode):
+a batch's own loss moves with how volatile its windows are far more than with the rate (on
+the planted bars it swung 0.12-0.21 from batch to batch at rates that changed nothing). It
+is smoothed (a bias-corrected exponential average, `BETA`), and the test stops once the
+smoothed loss exceeds `DIVERGED` times its lowest, or a loss or a weight is not finite.
 Suggested: a tenth of the rate at the lowest smoothed loss (the rate where the loss still fell
 reliably); the rate of the steepest descent (of the smoothed loss against log rate, before
 its lowest) is reported beside it.
@@ -17,6 +20,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
+import torch
 from torch import nn
 from torch.utils.data import Dataset
 
@@ -24,6 +28,8 @@ from foxhunt.batch import TFTBatch
 from foxhunt.data import make_loader
 from foxhunt.errors import FoxhuntError
 from foxhunt.training.config import TrainingConfig
+from foxhunt.training.inference import sequential_batches
+from foxhunt.training.overfit import sample_windows
 from foxhunt.training.trainer import Trainer
 
 log = logging.getLogger("foxhunt.diagnose")
@@ -34,12 +40,14 @@ DIVERGED = 4.0  # smoothed loss over its lowest that ends the test (fastai's rul
 
 @dataclass(frozen=True)
 class LRRange:
-    """The rates tried, their losses (raw and smoothed), why the test ended ("end",
-    "diverged" or "not finite") and the suggestions (NaN with under two finite steps)."""
+    """The rates tried, the fixed batch's loss after each (raw and smoothed), each step's
+    own batch loss, why the test ended ("end", "diverged" or "not finite") and the
+    suggestions (NaN with under two finite steps)."""
 
     lrs: list[float]
     losses: list[float]
     smoothed: list[float]
+    batch_losses: list[float]
     stopped: str
     lr_at_min: float
     lr_steepest: float
@@ -86,6 +94,13 @@ def _batches(trainer: Trainer) -> Iterator[TFTBatch]:
         epoch += 1
 
 
+def _fixed_loss(trainer: Trainer, batch: TFTBatch) -> float:
+    """The loss of `batch` as the model stands, without dropout."""
+    trainer.train_model.eval()
+    with torch.no_grad():
+        return float(trainer.compute_loss(batch.to(trainer.device)))
+
+
 def lr_range_test(
     model: nn.Module,
     dataset: Dataset[TFTBatch],
@@ -99,21 +114,26 @@ def lr_range_test(
     """Train `model` in place through the rates (see the module docstring)."""
     config = replace(training, lr_schedule="constant", validate_initial=False)
     trainer = Trainer(model, config, train_set=dataset, val_set=dataset, quantiles=quantiles)
-    tried, losses, stopped = [], [], "end"
+    fixed = next(
+        iter(sequential_batches(sample_windows(dataset, config.batch_size, 0), config.batch_size))
+    )
+    tried, losses, batch_losses, stopped = [], [], [], "end"
     every, average, lowest = max(1, steps // 10), 0.0, math.inf
     for i, (lr, batch) in enumerate(zip(rates(start, end, steps), _batches(trainer), strict=False)):
         for group in trainer.update.optimizer.param_groups:
             group["lr"] = float(lr)
         try:
-            loss = trainer.train_step(batch)
+            batch_loss = trainer.train_step(batch)
         except FoxhuntError:  # non-finite weights after the step
             stopped = "not finite"
             break
-        if not math.isfinite(loss):
+        loss = _fixed_loss(trainer, fixed)
+        if not (math.isfinite(loss) and math.isfinite(batch_loss)):
             stopped = "not finite"
             break
         tried.append(float(lr))
         losses.append(loss)
+        batch_losses.append(batch_loss)
         average = BETA * average + (1 - BETA) * loss  # as `smooth`, one step at a time
         smoothed = average / (1 - BETA ** len(losses))
         lowest = min(lowest, smoothed)
@@ -124,4 +144,4 @@ def lr_range_test(
             break
     curve = smooth(losses)
     at_min, steepest = suggestions(tried, curve)
-    return LRRange(tried, losses, curve, stopped, at_min, steepest)
+    return LRRange(tried, losses, curve, batch_losses, stopped, at_min, steepest)
