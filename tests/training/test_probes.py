@@ -20,7 +20,7 @@ from foxhunt.model.config import TFTConfig
 from foxhunt.training.diagnose_config import DiagnoseConfig
 from foxhunt.training.lr_range import LRRange, lr_range_test, rates, smooth, suggestions
 from foxhunt.training.overfit import OverfitResult, overfit_check
-from helpers import tiny_run, tiny_training
+from helpers import fitted, tiny_model, tiny_run, tiny_training
 
 
 def _model(config: TFTConfig) -> TemporalFusionTransformer:
@@ -79,17 +79,55 @@ def test_rates_smoothing_and_suggestions() -> None:
     assert math.isnan(suggestions([1e-3], [0.5])[0])
 
 
+def test_the_suggestion_needs_a_real_fall() -> None:
+    lrs = [1e-4, 1e-3, 1e-2, 1e-1]
+
+    def found(smoothed: list[float], stopped: str) -> LRRange:
+        at_min, steepest = suggestions(lrs, smoothed)
+        return LRRange(lrs, smoothed, smoothed, smoothed, stopped, at_min, steepest)
+
+    fell = found([1.0, 0.9, 0.5, 0.8], "end")
+    assert fell.suggested == pytest.approx(1e-3) and math.isnan(fell.lr_diverged)
+    flat = found([1.0, 0.999, 1.0, 1.001], "diverged")  # noise, then it blew up at 1e-1
+    assert math.isnan(flat.suggested) and flat.lr_diverged == pytest.approx(1e-1)
+    assert "suggested lr none" in summary(Diagnosis(_fit(), flat, 1e-3))
+
+
+def _fit() -> OverfitResult:
+    return OverfitResult(windows=1, steps=1, lr=0.0, head_loss=0.0, final_loss=0.0, threshold=0.5)
+
+
+def test_still_falling_reads_the_second_half() -> None:
+    def result(losses: list[float]) -> OverfitResult:
+        return OverfitResult(
+            windows=8, steps=4, lr=1e-3, head_loss=1.0, final_loss=0.9, threshold=0.5,
+            losses=losses,
+        )  # fmt: skip
+
+    assert result([1.0, 0.99, 0.95, 0.9]).still_falling
+    assert not result([1.0, 0.9, 0.9, 0.899]).still_falling
+    assert "still falling" in summary(Diagnosis(result([1.0, 0.99, 0.95, 0.9]), _empty(), 1e-3))
+
+
+def _empty() -> LRRange:
+    return LRRange([], [], [], [], "not finite", math.nan, math.nan)
+
+
 def test_the_range_test_stops_on_divergence_with_a_finite_suggestion(
-    tiny_data: PreparedData, tiny_model_config: TFTConfig
+    tiny_data: PreparedData,
 ) -> None:
-    training = tiny_training(grad_clip=0.0)
+    # the paper's head: it starts far from the data, so a good rate lowers the loss at once
+    config = fitted(tiny_model(output="direct"), tiny_data)
     found = lr_range_test(
-        _model(tiny_model_config), tiny_data.train, training, tiny_model_config.quantiles,
-        start=1e-4, end=1e6, steps=40,
+        _model(config), tiny_data.train, tiny_training(grad_clip=0.0), config.quantiles,
+        start=1e-3, end=1e5, steps=16,
     )  # fmt: skip
     assert found.stopped in ("diverged", "not finite")
-    assert len(found.lrs) < 40
-    assert math.isfinite(found.suggested) and 1e-5 <= found.suggested < 1e6
+    assert len(found.lrs) < 16 and found.lr_diverged == found.lrs[-1]
+    assert found.drop >= 0.01  # the loss fell before it blew up: a tenth of its lowest's rate
+    assert math.isfinite(found.suggested)
+    assert found.suggested == pytest.approx(found.lr_at_min / 10)
+    assert found.suggested < found.lr_diverged
 
 
 def test_a_gentle_range_runs_to_its_end(
@@ -116,9 +154,10 @@ def test_the_job_runs_both_checks_on_fresh_models(
 
 
 def test_diagnose_json_is_strict() -> None:
-    empty = LRRange([], [], [], [], "not finite", math.nan, math.nan)
+    empty = _empty()
     fit = OverfitResult(windows=1, steps=1, lr=0.0, head_loss=0.0, final_loss=0.0, threshold=0.5)
     tree = Diagnosis(fit, empty, 1e-3).to_dict()
     assert tree["lr_range"]["suggested"] is None and tree["overfit"]["ratio"] is None
+    assert tree["lr_range"]["lr_diverged"] is None
     assert strict({"a": [math.inf, 1.0]}) == {"a": [None, 1.0]}
     assert "FAIL" in summary(Diagnosis(fit, empty, 1e-3))

@@ -19,7 +19,7 @@ from foxhunt.runs import RunConfig
 from foxhunt.storage.atomic import atomic_write_json
 from foxhunt.training.calibrate import calibrate_baseline
 from foxhunt.training.diagnose_config import DiagnoseConfig
-from foxhunt.training.lr_range import LRRange, lr_range_test
+from foxhunt.training.lr_range import MIN_DROP, LRRange, lr_range_test
 from foxhunt.training.overfit import OverfitResult, overfit_check
 
 DIAGNOSE_FILE = "diagnose.json"
@@ -119,16 +119,24 @@ def _lr_range(prepared: PreparedRun, job: JobSetting, settings: DiagnoseConfig) 
 def summary(diagnosis: Diagnosis) -> str:
     """The table `foxhunt diagnose` prints."""
     fit, rng = diagnosis.overfit, diagnosis.lr_range
+    hint = not fit.passed and fit.still_falling
     lines = [
         f"overfit check: {fit.windows} training windows, {fit.steps} steps at lr {fit.lr:.1e} "
         "(one batch, no dropout, no weight decay)",
         f"  head loss {fit.head_loss:.5f} -> train loss {fit.final_loss:.5f}: ratio "
-        f"{fit.ratio:.3f} (pass at <= {fit.threshold:g}): {'PASS' if fit.passed else 'FAIL'}",
+        f"{fit.ratio:.3f} (pass at <= {fit.threshold:g}): {'PASS' if fit.passed else 'FAIL'}"
+        + (" (still falling: more --overfit-steps or a higher --overfit-lr)" if hint else ""),
         f"lr range test: {len(rng.lrs)} steps from lr {rng.lrs[0] if rng.lrs else math.nan:.1e}, "
         f"ended: {rng.stopped}"
-        + (f" at lr {rng.lrs[-1]:.1e}" if rng.lrs and rng.stopped != "end" else ""),
-        f"  lowest smoothed loss at lr {rng.lr_at_min:.1e}; suggested lr {rng.suggested:.1e} "
-        f"(steepest descent at {rng.lr_steepest:.1e}); the config's lr {diagnosis.training_lr:.1e}",
+        + (f" after lr {rng.lr_diverged:.1e}" if math.isfinite(rng.lr_diverged) else ""),
+        f"  the loss fell {rng.drop:.1%} at most, lowest at lr {rng.lr_at_min:.1e} (steepest "
+        f"descent at {rng.lr_steepest:.1e}); suggested lr "
+        + (
+            f"{rng.suggested:.1e}"
+            if math.isfinite(rng.suggested)
+            else f"none (no rate lowered the loss by {MIN_DROP:.0%})"
+        )
+        + f"; the config's lr {diagnosis.training_lr:.1e}",
         "",
         f"{'module (overfit run, mean per step)':<38}{'grad norm':>12}{'update ratio':>14}",
     ]

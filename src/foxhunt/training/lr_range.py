@@ -7,8 +7,11 @@ the planted bars it swung 0.12-0.21 from batch to batch at rates that changed no
 is smoothed (a bias-corrected exponential average, `BETA`), and the test stops once the
 smoothed loss exceeds `DIVERGED` times its lowest, or a loss or a weight is not finite.
 Suggested: a tenth of the rate at the lowest smoothed loss (the rate where the loss still fell
-reliably); the rate of the steepest descent (of the smoothed loss against log rate, before
-its lowest) is reported beside it.
+reliably), when the loss fell by at least `MIN_DROP` of where it started; else none: a loss
+that never fell is no evidence for any rate (on the planted bars a tenth of the rate it
+diverged at, 0.076, did not fit even the overfit check's 256 windows). The rate of the
+steepest descent (of the smoothed loss against log rate, before its lowest) and the rate it
+diverged at (an upper bound) are reported beside it.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ log = logging.getLogger("foxhunt.diagnose")
 
 BETA = 0.9  # the smoothing; fastai's 0.98 lags by tens of steps on a 100-step test
 DIVERGED = 4.0  # smoothed loss over its lowest that ends the test (fastai's rule)
+MIN_DROP = 0.01  # a fall of the smoothed loss smaller than this share is noise, no minimum
 
 
 @dataclass(frozen=True)
@@ -53,11 +57,25 @@ class LRRange:
     lr_steepest: float
 
     @property
+    def drop(self) -> float:
+        """How far the smoothed loss fell below where it started, as a share of that."""
+        if not self.smoothed:
+            return math.nan
+        return (self.smoothed[0] - min(self.smoothed)) / self.smoothed[0]
+
+    @property
     def suggested(self) -> float:
-        return self.lr_at_min / 10
+        """A tenth of the rate at the lowest loss, if the loss fell by `MIN_DROP`; else NaN."""
+        return self.lr_at_min / 10 if self.drop >= MIN_DROP else math.nan
+
+    @property
+    def lr_diverged(self) -> float:
+        """The last rate before the test stopped on divergence; NaN if it ran to its end."""
+        return self.lrs[-1] if self.stopped != "end" and self.lrs else math.nan
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "suggested": self.suggested}
+        extra = {"suggested": self.suggested, "drop": self.drop, "lr_diverged": self.lr_diverged}
+        return {**asdict(self), **extra}
 
 
 def rates(start: float, end: float, steps: int) -> np.ndarray:

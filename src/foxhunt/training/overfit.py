@@ -43,6 +43,7 @@ class OverfitResult:
     final_loss: float
     threshold: float
     diagnostics: dict[str, float] = field(default_factory=dict)
+    losses: list[float] = field(default_factory=list)  # each step's (dropout-free) batch loss
 
     @property
     def ratio(self) -> float:
@@ -52,20 +53,31 @@ class OverfitResult:
     def passed(self) -> bool:
         return math.isfinite(self.ratio) and self.ratio <= self.threshold
 
+    @property
+    def still_falling(self) -> bool:
+        """Whether the loss fell by over 2% in the last half of the steps: more steps (or a
+        higher rate) would have taken it further."""
+        half = self.losses[len(self.losses) // 2 :]
+        return len(half) > 1 and half[-1] < 0.98 * half[0]
+
     def to_dict(self) -> dict[str, Any]:
         verdict = "PASS" if self.passed else "FAIL"
-        return {**asdict(self), "ratio": self.ratio, "verdict": verdict}
+        extra = {"ratio": self.ratio, "verdict": verdict, "still_falling": self.still_falling}
+        return {**asdict(self), **extra}
 
 
 class StepProgress:
-    """A log line every tenth of `total` steps: long checks show they are moving."""
+    """A log line every tenth of `total` steps (long checks show they are moving); keeps
+    each step's loss."""
 
     def __init__(self, what: str, total: int) -> None:
         self.what, self.total, self.done = what, total, 0
         self.every = max(1, total // 10)
+        self.losses: list[float] = []
 
     def on_step_end(self, trainer: Any, loss: float) -> None:
         self.done += 1
+        self.losses.append(loss)
         if self.done % self.every == 0 or self.done == self.total:
             log.info("%s: step %d/%d, loss %.5f", self.what, self.done, self.total, loss)
 
@@ -131,4 +143,5 @@ def overfit_check(
         final_loss=trainer.evaluate(subset),
         threshold=threshold,
         diagnostics=record,
+        losses=progress.losses,
     )
