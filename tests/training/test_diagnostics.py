@@ -12,10 +12,14 @@ import pytest
 import torch
 
 from foxhunt.data import PreparedData
+from foxhunt.jobs.build import BuiltRun
+from foxhunt.jobs.fit import make_trainer as make_job_trainer
+from foxhunt.jobs.options import JobOptions, JobSetting
+from foxhunt.model import TemporalFusionTransformer
 from foxhunt.model.config import TFTConfig
 from foxhunt.tracking import Tracker
 from foxhunt.training.diagnostics import EntropyAverage, TrainingDiagnostics, selection_entropy
-from helpers import make_trainer, tiny_job, tiny_training, weights
+from helpers import make_trainer, tiny_run, tiny_training, weights
 
 MODULES = ("past_vsn", "lstm_encoder", "fusion_decoder", "output_head")
 
@@ -90,16 +94,34 @@ def test_diagnostics_reach_the_history_and_change_no_weight(
         assert 0 < record[f"vsn_entropy_share/{network}"] <= 1 + 1e-9
 
 
-def test_the_job_writes_them_to_history_and_the_tracker_logs_them(tmp_path: Path) -> None:
+def test_the_job_writes_them_to_history_and_the_tracker_logs_them(
+    tiny_data: PreparedData, tiny_model_config: TFTConfig, tmp_path: Path
+) -> None:
+    """The train job's trainer (jobs/fit.py) with --diagnostics: before the history writer
+    and the caller's tracker, so both see the keys."""
+    training = tiny_training(max_steps_per_epoch=1, validate_initial=False)
+    torch.manual_seed(0)
+    built = BuiltRun(
+        config=tiny_run(model=tiny_model_config, training=training),
+        data=tiny_data,
+        model=TemporalFusionTransformer(tiny_model_config),
+        qat=None,
+        checkpointed=[],
+        parameters=0,
+    )
     sink = Recording()
-    run = tmp_path / "run"
-    run.mkdir()
-    tracker = Tracker([sink], run, log_every=100)
-    tiny_job(run, diagnostics=True, callbacks=(tracker,))
-    lines = [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
+    tracker = Tracker([sink], tmp_path, log_every=100)
+    options = JobOptions(diagnostics=True, callbacks=(tracker,))
+    trainer, _ = make_job_trainer(built, JobSetting(output_dir=tmp_path, options=options))
+    trainer.fit()
+    lines = [json.loads(line) for line in (tmp_path / "history.jsonl").read_text().splitlines()]
     epoch = next(r for r in lines if r.get("event") == "epoch")
-    assert epoch["grad_norm/past_vsn"] > 0 and "vsn_entropy_share/past" in epoch
+    # one step: only the zero-started head has a gradient yet (the network's comes after)
+    assert epoch["grad_norm/output_head"] > 0 and epoch["grad_norm/past_vsn"] == 0
+    assert "vsn_entropy_share/past" in epoch
     logged = {tag for metrics in sink.logged for tag in metrics}
     assert "diagnostics/grad_norm/past_vsn" in logged
     assert "diagnostics/update_ratio/lstm_encoder" in logged
     assert "diagnostics/vsn_entropy_share/past" in logged
+    plain, _ = make_job_trainer(built, JobSetting(output_dir=tmp_path / "plain"))
+    assert not any(isinstance(c, TrainingDiagnostics) for c in plain.callbacks)  # off by default
