@@ -16,6 +16,8 @@ the epoch's record, and so to history.jsonl and the trackers:
   1 is uniform (the network selects nothing), 0 is one input always.
 
 It reads the model and never changes it or the random state: a run trains the same with it.
+It keeps a copy of the weights (one model's worth of memory) and saves no state: after a
+mid-epoch `--resume` that epoch's means cover the steps since the resume.
 """
 
 from __future__ import annotations
