@@ -23,6 +23,7 @@ mid-epoch `--resume` that epoch's means cover the steps since the resume.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -46,13 +47,12 @@ def module_parameters(model: nn.Module) -> dict[str, list[nn.Parameter]]:
     return groups
 
 
-def norm(tensors: list[Tensor]) -> float:
-    """The global L2 norm of `tensors` (0 for none)."""
+def norm(tensors: Sequence[Tensor]) -> float:
+    """The global L2 norm of `tensors` (0 for none); one fused kernel per list, as
+    `clip_grad_norm_` computes it."""
     if not tensors:
         return 0.0
-    return float(
-        torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(t) for t in tensors]))
-    )
+    return float(torch.linalg.vector_norm(torch.stack(torch._foreach_norm(list(tensors)))))
 
 
 def selection_entropy(weights: Tensor) -> tuple[float, float | None]:
@@ -120,14 +120,12 @@ class TrainingDiagnostics:
         total = trainer.last_step.grad_norm
         scale = total / applied if applied > 0 and math.isfinite(total) else 1.0
         for name, params in self._groups.items():
-            before = self._before[name]
-            moved = norm([p.detach() - b for p, b in zip(params, before, strict=True)])
+            before, after = self._before[name], [p.detach() for p in params]
             size = norm(before)
             self._add(f"grad_norm/{name}", grads[name] * scale)
             if size > 0:  # a zero-initialized head has no ratio before its first step
-                self._add(f"update_ratio/{name}", moved / size)
-            for p, b in zip(params, before, strict=True):
-                b.copy_(p.detach())
+                self._add(f"update_ratio/{name}", norm(torch._foreach_sub(after, before)) / size)
+            torch._foreach_copy_(before, after)
 
     def on_epoch_end(self, trainer: Any, record: dict[str, Any]) -> None:
         record.update({k: v / self._counts[k] for k, v in self._sums.items()})
