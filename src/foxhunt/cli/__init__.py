@@ -35,6 +35,7 @@ def subcommands() -> list[ModuleType]:
     from foxhunt.cli import (
         backtest,
         bench_memory,
+        diagnose,
         evaluate,
         export,
         inspect,
@@ -56,6 +57,7 @@ def subcommands() -> list[ModuleType]:
         backtest,
         tune,
         planted,
+        diagnose,
     ]
 
 

@@ -19,6 +19,7 @@ from foxhunt.runs import append_history, versions
 from foxhunt.storage.remote import open_storage
 from foxhunt.training.calibrate import calibrate_baseline
 from foxhunt.training.checkpoint import Checkpointer, resume_point
+from foxhunt.training.diagnostics import TrainingDiagnostics
 from foxhunt.training.distributed import barrier, main_decides, peer_failures
 from foxhunt.training.memory import plan_trainer, report_checkpointing
 from foxhunt.training.train_state import TrainState
@@ -69,8 +70,9 @@ class HistoryWriter:
 
 
 def make_trainer(built: BuiltRun, job: JobSetting) -> tuple[Trainer, Checkpointer]:
-    """The trainer and, on the main rank, its callbacks: the memory profiler, the history, the
-    caller's, then the checkpointer (which thus saves their state)."""
+    """The trainer and, on the main rank, its callbacks: the memory profiler, the
+    diagnostics (with --diagnostics: they add to the record the history then writes), the
+    history, the caller's, then the checkpointer (which thus saves their state)."""
     config, options, ctx, output_dir = built.config, job.options, job.distributed, job.output_dir
     checkpointer = Checkpointer(
         open_storage(checkpoint_location(output_dir, options)),
@@ -97,7 +99,9 @@ def make_trainer(built: BuiltRun, job: JobSetting) -> tuple[Trainer, Checkpointe
             leak_threshold_mb=options.leak_threshold_mb,
             sink=partial(append_history, output_dir),
         )
-        trainer.callbacks = [profiler, HistoryWriter(output_dir), *options.callbacks, checkpointer]
+        diagnostics = [TrainingDiagnostics()] if options.diagnostics else []
+        history = HistoryWriter(output_dir)
+        trainer.callbacks = [profiler, *diagnostics, history, *options.callbacks, checkpointer]
     return trainer, checkpointer
 
 

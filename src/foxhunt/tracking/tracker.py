@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from foxhunt.errors import FoxhuntError
 from foxhunt.memory.profiler import MemoryBackend
 from foxhunt.runs import CONFIG_FILE
+from foxhunt.training.diagnostics import PREFIXES
 
 log = logging.getLogger("foxhunt.tracking")
 
@@ -108,6 +109,11 @@ class Tracker:
             "epoch/val_loss": float(record["val_loss"]),
             "epoch/best_val_loss": float(state.best_val_loss),
             "epoch/skipped_steps": float(state.skipped_steps),
+        }
+        metrics |= {  # --diagnostics: per-module gradients and updates, selection entropy
+            f"diagnostics/{key}": float(value)
+            for key, value in record.items()
+            if key.startswith(PREFIXES) and isinstance(value, int | float)
         }
         self._log({k: v for k, v in metrics.items() if math.isfinite(v)}, state.global_step)
         self._each("flush")

@@ -15,6 +15,10 @@ reading one piece (the run folder reads ``training.config``) never loads the who
 - ``distributed.py``: torch.distributed and DDP (``wrap_ddp``, applied last);
 - ``memory.py``: the memory planner pointed at a trainer;
 - ``calibrate.py``: the baseline head's calibration before the first epoch;
+- ``diagnostics.py``: ``--diagnostics``, per-module gradient norms, update ratios and the
+  selection networks' entropy each epoch (a callback); ``overfit.py`` and ``lr_range.py``:
+  ``foxhunt diagnose``'s overfit check and learning-rate range test (``diagnose_config.py``
+  their settings);
 - ``evaluation.py`` (the validation loss), ``inference.py`` (forecasts over a dataset) and
   ``comparison.py`` (the volatility baselines on a run's windows).
 """

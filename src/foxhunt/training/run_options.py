@@ -20,6 +20,10 @@ class RunOptions:
         leak_threshold_mb: growth of memory across epochs reported as a leak.
         resume_from: on resume: continue from the checkpoint of this optimizer step
             (default: the last).
+        diagnostics: record, each epoch, every top-level module's gradient norm and update
+            ratio and the selection networks' weight entropy, in history.jsonl and the
+            loggers (training/diagnostics.py; docs/forecasting.md, "When the network does
+            not learn").
     """
 
     checkpoint_every: int | None = None
@@ -28,3 +32,4 @@ class RunOptions:
     memory_log_every: int = 100
     leak_threshold_mb: float = 500.0
     resume_from: int | None = None
+    diagnostics: bool = False
