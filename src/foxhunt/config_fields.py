@@ -9,12 +9,15 @@ check, its help and its legacy value all come from it (docs/configuration.md).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
+import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any, TypeVar
 
 from foxhunt.errors import ConfigError
@@ -113,6 +116,90 @@ def _admits_text(cls: type, name: str) -> bool:
     kinds = [hint, *typing.get_args(hint)]
     words = [w for k in kinds if typing.get_origin(k) is typing.Literal for w in typing.get_args(k)]
     return str in kinds or any(isinstance(w, str) for w in words)
+
+
+class Mismatch(ValueError):
+    """A value that is not of its field's type; ``expected`` says what would be, in words."""
+
+    def __init__(self, expected: str, got: Any):
+        super().__init__(f"expected {expected}, got {got!r}")
+        self.expected, self.got = expected, got
+
+
+#: the words a command line or a YAML file may spell a switch with
+SWITCH_WORDS = {"true": True, "yes": True, "on": True, "false": False, "no": False, "off": False}
+
+
+def value_as(hint: Any, value: Any) -> Any:
+    """``value`` (as YAML or JSON loaded it, or a flag's text) as a field typed ``hint`` holds
+    it: text read as the number, switch or list the type wants, a list as a tuple, a path as
+    text; `Mismatch` naming what the type takes otherwise. The command line's parser calls it
+    for every value (cli/checks.py), so its refusal is the field's, in its words."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return _one_of(typing.get_args(hint), value)
+    if origin is typing.Literal:
+        choices = typing.get_args(hint)
+        if any(value == c and type(value) is type(c) for c in choices):
+            return value
+        raise Mismatch("one of " + ", ".join(map(str, choices)), value)
+    if origin is tuple:
+        items = _loaded(value) if isinstance(value, str) else value
+        if not isinstance(items, list | tuple):
+            raise Mismatch(words(hint), value)
+        return tuple(value_as(typing.get_args(hint)[0], v) for v in items)
+    if hint is type(None) and (value is None or value == "null"):
+        return None
+    if hint is bool:
+        found = SWITCH_WORDS.get(value.strip().lower()) if isinstance(value, str) else value
+        if isinstance(found, bool):
+            return found
+    elif hint in (int, float) and isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            number = hint(value.strip())
+            if math.isfinite(number):  # "inf" and "nan" are words, as YAML reads them
+                return number
+    elif hint in (int, float) and isinstance(value, int | float) and not isinstance(value, bool):
+        if hint is float or isinstance(value, int):
+            return hint(value)
+    elif hint in (str, Path) and isinstance(value, str | Path):
+        return str(value)  # a path stays text until the command makes it a Path
+    raise Mismatch(words(hint), value)
+
+
+def _one_of(kinds: tuple[Any, ...], value: Any) -> Any:
+    """``value`` as the first of ``kinds`` that takes it (None first: "null" is no text)."""
+    for kind in sorted(kinds, key=lambda k: k is not type(None)):
+        with contextlib.suppress(Mismatch):
+            return value_as(kind, value)
+    said = [words(k) for k in kinds]
+    raise Mismatch(", ".join(said[:-1]) + f" or {said[-1]}", value)
+
+
+def _loaded(text: str) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def words(hint: Any) -> str:
+    """What a field typed ``hint`` takes, in words: "an integer", "one of a, b", "none"."""
+    said = {int: "an integer", float: "a finite number", bool: "true or false", str: "text"}
+    if hint in said:
+        return said[hint]
+    if hint is Path:
+        return "a path"
+    if hint is type(None):
+        return "none"
+    origin, kinds = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Literal:
+        return "one of " + ", ".join(map(str, kinds))
+    if origin is tuple:
+        return f"a list, each {words(kinds[0])}"
+    return " or ".join(words(k) for k in kinds) if kinds else str(hint)
 
 
 def check_known_fields(cls: Any, data: Mapping[str, Any], what: str) -> None:
