@@ -1,10 +1,10 @@
 """Shared by the config dataclasses: what a field knows beyond its type and default.
 
-A field declared with ``setting(default, range=..., legacy=...)`` carries its numeric range
-(checked by the command line, which names the flag, and by ``check_ranges`` in the class's
-``__post_init__``) and the value that reproduces runs saved before the field existed. So a
-new field is one definition (plus its line in the class docstring): the flag, its bound
-check, its help and its legacy value all come from it (docs/configuration.md).
+A field declared with ``setting(default, range=...)`` carries its numeric range (checked by
+the command line, which names the flag, and by ``check_ranges`` in the class's
+``__post_init__``). So a new field is one definition (plus its line in the class docstring):
+the flag, its bound check and its help all come from it (docs/configuration.md); what runs
+saved before it existed read it as is a migration (``foxhunt/migrations.py``).
 """
 
 from __future__ import annotations
@@ -18,11 +18,9 @@ import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from foxhunt.errors import ConfigError
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -60,21 +58,16 @@ def setting(
     *,
     default_factory: Callable[[], Any] | Any = dataclasses.MISSING,
     range: Range | None = None,
-    legacy: Any = dataclasses.MISSING,
     positional: bool = False,
     bare: str | None = None,
 ) -> Any:
     """A dataclass field with what the command line and the run readers need to know:
     ``range`` for a number (upper bounds keep a typo, an extra zero or three, from turning
-    into an hours-long hang); ``legacy``, the value a saved run without the field was made
-    with (a config.json or checkpoint that lacks it reads as this, never today's default);
-    ``positional``: also given as the command's bare argument (``predict RUN_DIR``);
+    into an hours-long hang); ``positional``: also given as the command's bare argument (``predict RUN_DIR``);
     ``bare``: the value of the flag given without one (``--json`` = "-", stdout)."""
     metadata: dict[str, Any] = {}
     if range is not None:
         metadata["range"] = range
-    if legacy is not dataclasses.MISSING:
-        metadata["legacy"] = legacy
     if positional:
         metadata["positional"] = True
     if bare is not None:
@@ -208,32 +201,3 @@ def check_known_fields(cls: Any, data: Mapping[str, Any], what: str) -> None:
     unknown = sorted(set(data) - known)
     if unknown:
         raise ConfigError(f"unknown {what} fields {unknown}; valid: {sorted(known)}")
-
-
-#: the config.json section of each class with legacy values, filled by ``saved_as``
-SECTIONS: dict[str, type] = {}
-
-
-def saved_as(section: str) -> Callable[[type[T]], type[T]]:
-    """Class decorator: ``cls`` is config.json's ``section`` (``with_legacy_values`` reads
-    its fields' legacy values by that name, as the run readers and checkpoints know it)."""
-
-    def register(cls: type[T]) -> type[T]:
-        SECTIONS[section] = cls
-        return cls
-
-    return register
-
-
-def legacy_values(section: str) -> dict[str, Any]:
-    """Each field of ``section``'s class added after runs were first saved -> its value then
-    (as JSON holds it)."""
-    cls = SECTIONS.get(section)
-    if cls is None:
-        return {}
-    return {f.name: f.metadata["legacy"] for f in fields(cls) if "legacy" in f.metadata}
-
-
-def with_legacy_values(section: str, data: Mapping[str, Any]) -> dict[str, Any]:
-    """`data` with every field it lacks filled in from its class's legacy values."""
-    return {**legacy_values(section), **data}

@@ -23,7 +23,7 @@ from foxhunt.errors import UsageError
 from foxhunt.input_path import check_readable_file
 
 #: keys of a saved config.json that are no user setting, set aside when it is a --config
-SAVED_ONLY = ("versions",)
+SAVED_ONLY = ("versions", "format")
 
 
 def no_extra(parser: Any) -> None:
