@@ -27,6 +27,7 @@ ALLOWED = {
     "lazy": set(),  # a package's names imported on first use (PEP 562)
     "process_exit": set(),  # how the process ends (after a lost distributed peer: at once)
     "config_fields": {"errors"},
+    "migrations": {"errors"},  # saved configs of earlier formats, brought to today's
     "batch": set(),
     "build_lock": {"errors"},
     "cpp_kernels": {"build_lock", "errors"},  # the C++ kernel builder, a leaf utility
@@ -54,7 +55,16 @@ ALLOWED = {
     # the run folder knows no quantization: trained_run.py loads a run's model with the
     # transforms it trained with (QAT's among them) and reads its QAT marker; the exporters
     # load runs through it, and serving.py (above all three) chooses the folder kind
-    "runs": {"baselines", "config_fields", "data", "errors", "model", "storage", "training"},
+    "runs": {
+        "baselines",
+        "config_fields",
+        "data",
+        "errors",
+        "migrations",
+        "model",
+        "storage",
+        "training",
+    },
     "trained_run": {"errors", "quant", "runs", "transforms"},
     "serving": {"exports", "runs", "trained_run"},
     # the one scoring path: a run's baselines (fitted, or read from its baseline.json) and the

@@ -1,25 +1,26 @@
 """Shared by the config dataclasses: what a field knows beyond its type and default.
 
-A field declared with ``setting(default, range=..., legacy=...)`` carries its numeric range
-(checked by the command line, which names the flag, and by ``check_ranges`` in the class's
-``__post_init__``) and the value that reproduces runs saved before the field existed. So a
-new field is one definition (plus its line in the class docstring): the flag, its bound
-check, its help and its legacy value all come from it (docs/configuration.md).
+A field declared with ``setting(default, range=...)`` carries its numeric range (checked by
+the command line, which names the flag, and by ``check_ranges`` in the class's
+``__post_init__``). So a new field is one definition (plus its line in the class docstring):
+the flag, its bound check and its help all come from it (docs/configuration.md); what runs
+saved before it existed read it as is a migration (``foxhunt/migrations.py``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
+import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Any
 
 from foxhunt.errors import ConfigError
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -57,21 +58,16 @@ def setting(
     *,
     default_factory: Callable[[], Any] | Any = dataclasses.MISSING,
     range: Range | None = None,
-    legacy: Any = dataclasses.MISSING,
     positional: bool = False,
     bare: str | None = None,
 ) -> Any:
     """A dataclass field with what the command line and the run readers need to know:
     ``range`` for a number (upper bounds keep a typo, an extra zero or three, from turning
-    into an hours-long hang); ``legacy``, the value a saved run without the field was made
-    with (a config.json or checkpoint that lacks it reads as this, never today's default);
-    ``positional``: also given as the command's bare argument (``predict RUN_DIR``);
+    into an hours-long hang); ``positional``: also given as the command's bare argument (``predict RUN_DIR``);
     ``bare``: the value of the flag given without one (``--json`` = "-", stdout)."""
     metadata: dict[str, Any] = {}
     if range is not None:
         metadata["range"] = range
-    if legacy is not dataclasses.MISSING:
-        metadata["legacy"] = legacy
     if positional:
         metadata["positional"] = True
     if bare is not None:
@@ -115,38 +111,93 @@ def _admits_text(cls: type, name: str) -> bool:
     return str in kinds or any(isinstance(w, str) for w in words)
 
 
+class Mismatch(ValueError):
+    """A value that is not of its field's type; ``expected`` says what would be, in words."""
+
+    def __init__(self, expected: str, got: Any):
+        super().__init__(f"expected {expected}, got {got!r}")
+        self.expected, self.got = expected, got
+
+
+#: the words a command line or a YAML file may spell a switch with
+SWITCH_WORDS = {"true": True, "yes": True, "on": True, "false": False, "no": False, "off": False}
+
+
+def value_as(hint: Any, value: Any) -> Any:
+    """``value`` (as YAML or JSON loaded it, or a flag's text) as a field typed ``hint`` holds
+    it: text read as the number, switch or list the type wants, a list as a tuple, a path as
+    text; `Mismatch` naming what the type takes otherwise. The command line's parser calls it
+    for every value (cli/checks.py), so its refusal is the field's, in its words."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return _one_of(typing.get_args(hint), value)
+    if origin is typing.Literal:
+        choices = typing.get_args(hint)
+        if any(value == c and type(value) is type(c) for c in choices):
+            return value
+        raise Mismatch("one of " + ", ".join(map(str, choices)), value)
+    if origin is tuple:
+        items = _loaded(value) if isinstance(value, str) else value
+        if not isinstance(items, list | tuple):
+            raise Mismatch(words(hint), value)
+        return tuple(value_as(typing.get_args(hint)[0], v) for v in items)
+    if hint is type(None) and (value is None or value == "null"):
+        return None
+    if hint is bool:
+        found = SWITCH_WORDS.get(value.strip().lower()) if isinstance(value, str) else value
+        if isinstance(found, bool):
+            return found
+    elif hint in (int, float) and isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            number = hint(value.strip())
+            if math.isfinite(number):  # "inf" and "nan" are words, as YAML reads them
+                return number
+    elif hint in (int, float) and isinstance(value, int | float) and not isinstance(value, bool):
+        if hint is float or isinstance(value, int):
+            return hint(value)
+    elif hint in (str, Path) and isinstance(value, str | Path):
+        return str(value)  # a path stays text until the command makes it a Path
+    raise Mismatch(words(hint), value)
+
+
+def _one_of(kinds: tuple[Any, ...], value: Any) -> Any:
+    """``value`` as the first of ``kinds`` that takes it (None first: "null" is no text)."""
+    for kind in sorted(kinds, key=lambda k: k is not type(None)):
+        with contextlib.suppress(Mismatch):
+            return value_as(kind, value)
+    said = [words(k) for k in kinds]
+    raise Mismatch(", ".join(said[:-1]) + f" or {said[-1]}", value)
+
+
+def _loaded(text: str) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def words(hint: Any) -> str:
+    """What a field typed ``hint`` takes, in words: "an integer", "one of a, b", "none"."""
+    said = {int: "an integer", float: "a finite number", bool: "true or false", str: "text"}
+    if hint in said:
+        return said[hint]
+    if hint is Path:
+        return "a path"
+    if hint is type(None):
+        return "none"
+    origin, kinds = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Literal:
+        return "one of " + ", ".join(map(str, kinds))
+    if origin is tuple:
+        return f"a list, each {words(kinds[0])}"
+    return " or ".join(words(k) for k in kinds) if kinds else str(hint)
+
+
 def check_known_fields(cls: Any, data: Mapping[str, Any], what: str) -> None:
     """ConfigError naming every key of `data` that is not a field of dataclass `cls`."""
     known = {f.name for f in fields(cls)}
     unknown = sorted(set(data) - known)
     if unknown:
         raise ConfigError(f"unknown {what} fields {unknown}; valid: {sorted(known)}")
-
-
-#: the config.json section of each class with legacy values, filled by ``saved_as``
-SECTIONS: dict[str, type] = {}
-
-
-def saved_as(section: str) -> Callable[[type[T]], type[T]]:
-    """Class decorator: ``cls`` is config.json's ``section`` (``with_legacy_values`` reads
-    its fields' legacy values by that name, as the run readers and checkpoints know it)."""
-
-    def register(cls: type[T]) -> type[T]:
-        SECTIONS[section] = cls
-        return cls
-
-    return register
-
-
-def legacy_values(section: str) -> dict[str, Any]:
-    """Each field of ``section``'s class added after runs were first saved -> its value then
-    (as JSON holds it)."""
-    cls = SECTIONS.get(section)
-    if cls is None:
-        return {}
-    return {f.name: f.metadata["legacy"] for f in fields(cls) if "legacy" in f.metadata}
-
-
-def with_legacy_values(section: str, data: Mapping[str, Any]) -> dict[str, Any]:
-    """`data` with every field it lacks filled in from its class's legacy values."""
-    return {**legacy_values(section), **data}

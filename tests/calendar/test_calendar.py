@@ -7,11 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from foxhunt.config_fields import with_legacy_values
 from foxhunt.data import DataConfig, Preprocessor, latest_windows, prepare_data
 from foxhunt.data.calendar import AUTO, CME_EQUITY, load_sessions, symbol_root
 from foxhunt.data.calendar_setting import resolve_calendar
 from foxhunt.errors import ConfigError
+from foxhunt.migrations import sections_of
 from helpers import calendar_bars
 
 NY = "America/New_York"
@@ -137,7 +137,7 @@ def test_runs_saved_before_calendars_load_without_one(tmp_path: Path) -> None:
     assert old.spec.calendar is None and len(old.spec.known_names) == 4
     times, _ = _future_inputs(old, bars[bars["timestamp"] <= ny("2026-04-24 16:55")])
     assert times[0] == ny("2026-04-24 17:00")  # extrapolated, as before calendars
-    assert DataConfig(**with_legacy_values("data", {})).calendar == "none"
+    assert DataConfig(**sections_of({"data": {}})["data"]).calendar == "none"
 
 
 def test_a_resumed_run_keeps_its_calendar(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from foxhunt.data.contracts import back_adjust, contract_rolls
 from foxhunt.data.jumps import suspect_jumps
 from foxhunt.data.series import validated_series
 from foxhunt.data.sources import read_source
+from foxhunt.migrations import sections_of
 from helpers.contracts import OFFSET, PER_SESSION, ROLL_SESSION, write_contract_files
 
 SMALL = {
@@ -125,7 +126,7 @@ def test_without_a_contract_column_train_warns_at_the_roll(
 
 
 def test_legacy_configs_ignore_contract_columns() -> None:
-    legacy = DataConfig.from_dict({"lookback": 16})
+    legacy = DataConfig.from_dict(sections_of({"data": {"lookback": 16}})["data"])
     assert legacy.contract_column is None and DataConfig().contract_column == "auto"
 
 

@@ -7,6 +7,7 @@ import torch
 
 from foxhunt import TFTConfig
 from foxhunt.errors import ConfigError
+from foxhunt.migrations import sections_of
 from foxhunt.model.loss import quantile_loss
 from foxhunt.model.tft import TemporalFusionTransformer
 from helpers import make_batch
@@ -82,7 +83,8 @@ def test_the_default_is_the_baseline_form_and_old_runs_load_as_direct() -> None:
     fields = small_config().to_dict()
     del fields["output"]
     assert TFTConfig(**fields).output == "baseline"  # what `foxhunt train` trains by default
-    assert TFTConfig.from_dict(fields).output == "direct"  # a config.json from before the field
+    old = sections_of({"model": fields})["model"]  # a config.json from before the field
+    assert TFTConfig.from_dict(old).output == "direct"
 
 
 def test_signal_weight_leans_the_scale_toward_the_fast_volatility() -> None:
@@ -114,7 +116,7 @@ def test_a_model_with_signals_needs_them() -> None:
 def test_configs_saved_before_signals_load_without_them() -> None:
     saved = small_config(output="baseline").to_dict()
     del saved["vol_signals"]
-    assert TFTConfig.from_dict(saved).vol_signals == 0
+    assert TFTConfig.from_dict(sections_of({"model": saved})["model"]).vol_signals == 0
 
 
 def test_the_log_scale_output_multiplies_every_quantile_of_a_step() -> None:
@@ -147,8 +149,8 @@ def test_the_log_scale_gets_a_gradient_from_the_first_step() -> None:
 
 def test_runs_saved_before_log_scale_load_without_it() -> None:
     saved = small_config(output="baseline").to_dict()
-    del saved["log_scale"]
-    assert TFTConfig.from_dict(saved).log_scale is False
+    del saved["log_scale"]  # migrated on load (foxhunt/migrations.py)
+    assert TFTConfig.from_dict(sections_of({"model": saved})["model"]).log_scale is False
     assert small_config().log_scale is False  # "direct": no scale to adjust
     with pytest.raises(ConfigError, match="log_scale"):
         small_config(output="direct", log_scale=True)

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from foxhunt.migrations import sections_of
 from foxhunt.model import TemporalFusionTransformer, TFTConfig
 from foxhunt.task import CrossingQuantilesWarning, batch_loss, check_coherent, crossed_forecasts
 from foxhunt.task.metrics import pinball
@@ -75,6 +76,6 @@ def test_crossing_forecasts_warn_naming_the_count() -> None:
 def test_runs_saved_before_the_field_load_unsorted() -> None:
     saved = small_model().to_dict()
     del saved["sort_quantiles"]
-    assert TFTConfig.from_dict(saved).sort_quantiles is False
+    assert TFTConfig.from_dict(sections_of({"model": saved})["model"]).sort_quantiles is False
     with pytest.raises(Exception, match="sort_quantiles"):
         small_model(sort_quantiles="yes")

@@ -8,6 +8,7 @@ import torch
 
 from foxhunt.batch import TFTBatch
 from foxhunt.data import PreparedData
+from foxhunt.migrations import sections_of
 from foxhunt.model.config import TFTConfig
 from foxhunt.model.tft import TemporalFusionTransformer
 from foxhunt.training.calibrate import calibrate_baseline
@@ -119,10 +120,10 @@ def test_configs_saved_before_these_fields_read_as_they_trained() -> None:
     data = DataConfig().to_dict()
     for key in ("calibrate", "initial_confidence", "validate_initial"):
         del training[key]
-    old = TrainingConfig.from_dict(training)
+    old = TrainingConfig.from_dict(sections_of({"training": training})["training"])
     assert (old.calibrate, old.initial_confidence, old.validate_initial) == (False, 0.0, False)
     del data["fast_window"]
-    assert DataConfig.from_dict(data).fast_window == 0
-    # a checkpoint without the fields matches a run that has their legacy values
+    assert DataConfig.from_dict(sections_of({"data": data})["data"]).fast_window == 0
+    # a checkpoint without the fields matches a run that has their values then
     assert config_differences({"training": training}, {"training": old.to_dict()}) == []
     assert config_differences({"training": training}, {"training": TrainingConfig().to_dict()})

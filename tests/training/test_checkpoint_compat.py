@@ -37,7 +37,7 @@ def run_config(model: TFTConfig, training: TrainingConfig) -> dict:
 def legacy(model: TFTConfig, training: TrainingConfig) -> tuple[TFTConfig, TrainingConfig]:
     """The fixture's run: written before the fast volatility signal, the learned spread by
     default, calibration, the initial-weights gate, sorted quantiles and the log-scale output
-    (its legacy value, config_fields.setting)."""
+    (their values then: foxhunt/migrations.py)."""
     return (
         replace(model, learn_spread=False, vol_signals=0, sort_quantiles=False, log_scale=False),
         replace(training, calibrate=False, initial_confidence=0.0, range_weight=0.0),

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from foxhunt.errors import ConfigError
+from foxhunt.migrations import sections_of
 from foxhunt.storage.local import LocalStorage
 from foxhunt.training.checkpoint import Checkpointer
 from foxhunt.training.config import TrainingConfig
@@ -109,7 +110,8 @@ def test_an_old_run_reads_as_the_constant_schedule() -> None:
     saved = TrainingConfig().to_dict()
     for key in ("lr_schedule", "warmup_steps", "warmup_fraction", "min_lr"):
         del saved[key]
-    assert TrainingConfig.from_dict(saved).lr_schedule == "constant"
+    old = sections_of({"training": saved})["training"]  # migrated on load
+    assert TrainingConfig.from_dict(old).lr_schedule == "constant"
 
 
 @pytest.mark.parametrize("schedule", ["cosine", "onecycle"])

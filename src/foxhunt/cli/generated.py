@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import typing
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -123,14 +123,6 @@ def is_path(hint: Any) -> bool:
     return hint is Path or Path in typing.get_args(hint)
 
 
-def parser_type(hint: Any) -> Any:
-    """The type the parser reads a field as: a path as text (jsonargparse's ``Path`` refuses
-    a file name that is not UTF-8; ``resolve`` makes it a ``Path`` again)."""
-    if is_path(hint):
-        return str | None if is_optional(hint) else str
-    return hint
-
-
 def flat_name(s: Section, f: dataclasses.Field[Any]) -> str:
     return f"--{s.prefix}{f.name.replace('_', '-')}"
 
@@ -167,7 +159,11 @@ def arguments(sections: Sequence[Section], taken: set[str]) -> list[Arg]:
     return args
 
 
-def add_arguments(parser: Any, sections: Sequence[Section], args: Sequence[Arg]) -> None:
+def add_arguments(
+    parser: Any, sections: Sequence[Section], args: Sequence[Arg], kind: Callable[[Arg], Any]
+) -> None:
+    """Each field of ``sections`` as an argument whose ``type`` is ``kind(arg)``, the check
+    every value passes (``cli/checks.FieldType``)."""
     by_key = {a.key: a for a in args}
     for s in sections:
         docs = field_docs(s.cls)
@@ -177,7 +173,7 @@ def add_arguments(parser: Any, sections: Sequence[Section], args: Sequence[Arg])
             group.add_argument(
                 *arg.flags,
                 dest=arg.key,
-                type=parser_type(arg.hint),
+                type=kind(arg),
                 default=arg.default,
                 help=docs.get(f.name, ""),
                 metavar=arg.name if arg.positional else None,

@@ -8,7 +8,6 @@ aside. ``--print-config`` prints the result as YAML, itself a valid ``--config``
 
 from __future__ import annotations
 
-import argparse
 import reprlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -16,7 +15,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from foxhunt.cli.checks import check_numbers, explain
+from foxhunt.cli.checks import FieldType, check_keys, parser_class
 from foxhunt.cli.generated import Arg, Section, is_path
 from foxhunt.cli.presets import PRESETS
 from foxhunt.cli.spellings import Spelling, normalize
@@ -24,7 +23,7 @@ from foxhunt.errors import UsageError
 from foxhunt.input_path import check_readable_file
 
 #: keys of a saved config.json that are no user setting, set aside when it is a --config
-SAVED_ONLY = ("versions",)
+SAVED_ONLY = ("versions", "format")
 
 
 def no_extra(parser: Any) -> None:
@@ -78,15 +77,15 @@ def generated_command(
 
 
 def build(command: Command) -> Any:
-    from jsonargparse import ArgumentParser
-
     from foxhunt.cli.generated import add_arguments
 
-    parser = ArgumentParser(
+    kinds = {a.key: FieldType(a, command.spellings) for a in command.args}
+    parser = parser_class()(
         prog=command.prog,
         usage=command.usage(),
         description=command.description,
         exit_on_error=False,
+        names={f: kinds[a.key].name for a in command.args for f in a.flags},
     )
     src = parser.add_argument_group("config sources (docs/configuration.md)")
     if command.configs:
@@ -100,7 +99,7 @@ def build(command: Command) -> Any:
         src.add_argument("--preset", help=f"a named starting point (cli/presets.py): {names}"
                          f"{default}")  # fmt: skip
     command.extra(parser)
-    add_arguments(parser, command.sections, command.args)
+    add_arguments(parser, command.sections, command.args, lambda arg: kinds[arg.key])
     return parser
 
 
@@ -192,22 +191,17 @@ def resolve(command: Command, argv: Sequence[str]) -> tuple[Any, Any, bool]:
     cfg = parser.get_defaults()
     layers = [(f"--preset {preset}", preset_layer(command, preset))] if preset else []
     layers += [(f"--config {path}", read_config(path, command)) for path in configs]
-    for where, layer in layers:
-        try:
+    known = list(cfg.keys())
+    for source, layer in layers:
+        try:  # each value is checked as it is read (checks.FieldType), naming its source
+            check_keys(layer, known, command.args)
             cfg = parser.parse_object(layer, namespace=cfg)
-            check_numbers(flat(cfg), command.args)  # here, to name the file of a bad value
-        except argparse.ArgumentError as exc:
-            raise UsageError(f"{where}: {explain(str(exc), command.args)}") from None
         except UsageError as exc:
-            raise UsageError(f"{where}: {exc}") from None
+            raise UsageError(f"{source}: {exc}") from None
     flags = normalize(rest, command.args, command.spellings)
     check_given_once(rest, flags, command)
-    try:
-        cfg = parser.parse_args(flags, namespace=cfg)
-    except argparse.ArgumentError as exc:
-        raise UsageError(explain(str(exc), command.args)) from None
-    check_numbers(flat(cfg), command.args, command.spellings)
-    for arg in command.args:  # read as text (generated.parser_type)
+    cfg = parser.parse_args(flags, namespace=cfg)  # its errors are UsageErrors (checks.Parser)
+    for arg in command.args:  # read as text (config_fields.value_as)
         if is_path(arg.hint) and cfg.get(arg.key) is not None:
             cfg[arg.key] = Path(cfg[arg.key])
     if not show:
@@ -260,17 +254,13 @@ def check_given_once(argv: Sequence[str], flags: Sequence[str], command: Command
             raise UsageError(f"{names} both set {key}, to {given[0]} and {given[-1]}: give it once")
 
 
-def flat(cfg: Any) -> dict[str, Any]:
-    return {k: v for k, v in cfg.items() if not isinstance(v, dict)}
-
-
 def dump(parser: Any, cfg: Any) -> str:
     """The resolved config as YAML, without the sources themselves."""
     out = cfg.clone()
     for key in ("config", "preset", "print_config"):
         out.pop(key, None)
     for key, value in out.items():
-        if isinstance(value, Path):  # the parser reads a path as text (generated.parser_type)
+        if isinstance(value, Path):  # the parser reads a path as text (config_fields.value_as)
             out[key] = str(value)
     return str(parser.dump(out, skip_unset=False))
 

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from foxhunt.cli.checks import FieldType
 from foxhunt.cli.common import DATA_FILE
-from foxhunt.cli.generated import Section, arguments
+from foxhunt.cli.generated import Arg, Section, arguments
 from foxhunt.cli.presets import preset
 from foxhunt.cli.resolve import Command
 from foxhunt.cli.spellings import Spelling, list_text
@@ -79,8 +80,9 @@ def add_model_class(parser: Any) -> None:
     parser.add_argument(
         "--model-class",
         dest="model_class",
-        type=Literal[MODEL_NAMES],
+        type=FieldType(Arg("model_class", Literal[MODEL_NAMES], "tft", ("--model-class",))),
         default="tft",
+        metavar="|".join(MODEL_NAMES),
         help="the model class (model/factory.py's MODELS)",
     )
 

@@ -17,9 +17,7 @@ from foxhunt.config_fields import (
     Range,
     check_known_fields,
     check_ranges,
-    saved_as,
     setting,
-    with_legacy_values,
 )
 from foxhunt.data.calendar_setting import parse_calendar
 from foxhunt.data.features.registry import parse_groups
@@ -94,7 +92,6 @@ def parse_bound(value: str | None, timezone: str | None, name: str) -> pd.Timest
     return stamp
 
 
-@saved_as("data")
 @dataclass(frozen=True, kw_only=True)
 class DataConfig:
     """Where the bars come from, how windows are cut and how time is split.
@@ -159,7 +156,7 @@ class DataConfig:
             volume against the typical volume of its minute of day, and four more): without
             it the network sees volume with its intraday profile in it, and learned nothing
             of a volume driver on the planted markets (docs/forecasting.md, "Training that
-            finds the signal"). Empty = today's inputs only (runs saved before this default).
+            finds the signal"). Empty = the inputs before the feature library.
             `foxhunt inspect FILE --features` lists every input.
         baseline_window: bars of the rolling volatility behind each window's baseline scale
             (>= 2): the RMS of the last `baseline_window` returns divided by their intraday
@@ -200,7 +197,7 @@ class DataConfig:
     start: str | None = None
     end: str | None = None
     symbols: tuple[str, ...] = ()
-    contract_column: str | None = setting("auto", legacy=None)  # contract columns were ignored
+    contract_column: str | None = "auto"
     roll_adjust: str | None = None
     timezone: str | None = None
     timestamp_column: str | None = None
@@ -208,22 +205,20 @@ class DataConfig:
     lookback: int = setting(64, range=Range(1, 100_000))
     horizon: int = setting(8, range=Range(1, 10_000))
     max_gap: str | None = "auto"
-    calendar: str = setting("auto", legacy="none")
-    cross_breaks: bool = setting(False, legacy=False)
+    calendar: str = "auto"
+    cross_breaks: bool = False
     val_fraction: float = setting(0.15, range=FRACTION)
     test_fraction: float = setting(0.15, range=FRACTION)
     split: TimeSplit | None = None
     observed_columns: tuple[str, ...] = ()
     known_columns: tuple[str, ...] = ()
     volatility_windows: tuple[int, ...] = (12, 48)
-    # runs saved before the feature library: today's inputs only (as JSON holds it)
-    feature_groups: tuple[str, ...] = setting(DEFAULT_GROUPS, legacy=[])
+    feature_groups: tuple[str, ...] = DEFAULT_GROUPS
     baseline_window: int = setting(64, range=Range(2, 100_000))
-    fast_window: int = setting(16, range=Range(0, 100_000), legacy=0)
-    # the rolling base, the only one before DataConfig.base
-    base: Base = setting("realized_vol", legacy="realized_vol")
-    feature_store: str | None = setting(None, legacy=None)
-    synthetic_market: SyntheticMarket = setting("planted", legacy="garch")
+    fast_window: int = setting(16, range=Range(0, 100_000))
+    base: Base = "realized_vol"
+    feature_store: str | None = None
+    synthetic_market: SyntheticMarket = "planted"
     synthetic_days: int = setting(120, range=Range(1, 10_000))
     synthetic_seed: int = setting(0, range=SEED)
     synthetic_symbols: tuple[str, ...] = ("ES",)
@@ -352,4 +347,4 @@ class DataConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DataConfig:
         check_known_fields(cls, data, "data config")
-        return cls(**with_legacy_values("data", data))
+        return cls(**data)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from foxhunt.config_fields import with_legacy_values
 from foxhunt.data import Preprocessor
 from foxhunt.errors import ConfigError, FoxhuntError
+from foxhunt.migrations import sections_of
 from foxhunt.runs import (
     CHECKPOINTS_DIR,
     CONFIG_FILE,
@@ -49,6 +49,7 @@ def check_resumable_config(output_dir: Path, config: RunConfig) -> None:
     saved = read_json_bounded(path)
     if not isinstance(saved, dict):
         raise FoxhuntError(f"{path} is not a JSON object; the run folder is damaged")
+    # its format stays: config_differences migrates an earlier one (foxhunt/migrations.py)
     saved = {k: v for k, v in saved.items() if k not in ("model_class", "versions")}
     differences = config_differences(saved, config.to_dict())
     if differences:
@@ -69,8 +70,8 @@ def recorded_threads(output_dir: Path) -> int | str | None:
     training = saved.get("training") if isinstance(saved, dict) else None
     if not isinstance(training, dict):
         raise FoxhuntError(f"{path} has no training section; the run folder is damaged")
-    threads = with_legacy_values("training", training).get("threads")
-    try:
+    try:  # a run of an earlier format reads as it was made (foxhunt/migrations.py)
+        threads = sections_of(saved)["training"].get("threads")
         check_requested(threads)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None

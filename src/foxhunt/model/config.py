@@ -13,9 +13,7 @@ from foxhunt.config_fields import (
     Range,
     check_known_fields,
     check_ranges,
-    saved_as,
     setting,
-    with_legacy_values,
 )
 from foxhunt.errors import ConfigError
 
@@ -71,7 +69,6 @@ def _fail(name: str, value: object, fix: str) -> ConfigError:
     return ConfigError(f"TFTConfig.{name}={value!r}: {fix}")
 
 
-@saved_as("model")
 @dataclass(frozen=True, kw_only=True)
 class TFTConfig:
     """Architecture of a Temporal Fusion Transformer.
@@ -114,37 +111,34 @@ class TFTConfig:
     """Dropout rate on the input of every gating layer, in [0, 1)."""
     lstm_layers: int = 1
     """Stacked LSTM layers in the encoder and in the decoder (>= 1)."""
-    output: Output = setting("baseline", legacy="direct")
+    output: Output = "baseline"
     """What the output head predicts. "baseline" (the default since it won on validation,
     docs/forecasting.md): a correction, in standardized units, to the Gaussian quantiles of a rolling
     volatility baseline: quantiles = batch.scale * (z_q + correction), where batch.scale [B, H]
     is the baseline's standard deviation of each target (data/volatility.py) and z_q the
     standard normal quantiles; the head starts at zero, so the untrained model forecasts
     exactly the baseline (model/baseline_head.py). Batches must then carry ``scale``.
-    "direct": the quantiles themselves (eq. 23 of the paper; runs saved before this field
-    existed load as "direct")."""
-    learn_spread: bool | None = setting(None, legacy=False)
+    "direct": the quantiles themselves (eq. 23 of the paper)."""
+    learn_spread: bool | None = None
     """With output="baseline": also learn a factor exp(a) per horizon step and quantile on
     z_q (a starts at 0), i.e. how much wider or narrower than Gaussian each quantile is.
-    None (the default) = on for output="baseline", off for "direct"; runs saved before the
-    default changed load with False."""
-    vol_signals: int | None = setting(None, range=Range(0, MAX_VOL_SIGNALS), legacy=0)
+    None (the default) = on for output="baseline", off for "direct"."""
+    vol_signals: int | None = setting(None, range=Range(0, MAX_VOL_SIGNALS))
     """With output="baseline": volatility signals the baseline leans on (batch.vol_signal
     [B, K], each the log ratio of a faster volatility to the base one): the scale becomes
     batch.scale * exp(w . signal), w learned and starting at 0. Set from the data (1 when
-    DataConfig.fast_window is on); 0 for runs saved before the field existed."""
-    log_scale: bool | None = setting(None, legacy=False)
+    DataConfig.fast_window is on)."""
+    log_scale: bool | None = None
     """With output="baseline": the network also predicts a log-volatility adjustment s per
     horizon step, and the scale becomes batch.scale * exp(s): a volatility driver (a volume
     spike, a scheduled release, a regime) multiplies volatility, which one number per step
     says and every quantile follows, where the additive correction needs each quantile to
     learn it apart (docs/forecasting.md, "Training that finds the signal"). It starts at 0.
-    None (the default) = on for output="baseline"; runs saved before it load with False."""
-    sort_quantiles: bool = setting(True, legacy=False)
+    None (the default) = on for output="baseline"."""
+    sort_quantiles: bool = True
     """Rearrange each forecast's quantiles into increasing order (Chernozhukov, Fernandez-Val
     and Galichon 2010), in training and prediction alike, so they never cross; sorting can
-    only lower the pinball loss of a crossed forecast. Runs saved before the field load
-    with False."""
+    only lower the pinball loss of a crossed forecast."""
     checkpointing: CheckpointMode | tuple[Segment, ...] = "none"
     """Activation checkpointing policy: "none", "full", or a tuple of names from ``SEGMENTS``.
     The constructor applies it (``TemporalFusionTransformer(config)``, ``build_model``, YAML
@@ -286,7 +280,7 @@ class TFTConfig:
     def from_dict(cls, d: dict[str, Any]) -> TFTConfig:
         """Inverse of ``to_dict``; unknown keys raise ConfigError naming them."""
         check_known_fields(cls, d, "TFTConfig")
-        kwargs = with_legacy_values("model", d)  # saved before a field existed: its value then
+        kwargs = dict(d)
         for key in ("static_cardinalities", "quantiles"):
             if isinstance(kwargs.get(key), list):
                 kwargs[key] = tuple(kwargs[key])

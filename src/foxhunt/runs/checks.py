@@ -24,7 +24,7 @@ from foxhunt.errors import FoxhuntError
 from foxhunt.storage.bounded import read_json_bounded, regular_size
 
 CONFIG_SECTIONS = ("data", "model", "training")
-OPTIONAL_SECTIONS = ("model_class", "versions")
+OPTIONAL_SECTIONS = ("model_class", "versions", "format")
 HEADER_SLACK = 16 << 20  # a safetensors header and alignment, generously
 
 
@@ -33,8 +33,8 @@ class RunFileError(FoxhuntError):
 
 
 def read_config_sections(path: Path) -> dict[str, Any]:
-    """config.json's data, model and training sections and its model class (if named);
-    unknown sections refused."""
+    """config.json's data, model and training sections, its model class (if named) and
+    format (foxhunt/migrations.py; absent in format 0); unknown sections refused."""
     raw = read_json_bounded(path)
     if not isinstance(raw, dict):
         raise RunFileError(f"{path}: expected a JSON object, found {type(raw).__name__}")
@@ -46,7 +46,7 @@ def read_config_sections(path: Path) -> dict[str, Any]:
             raise RunFileError(f"{path}: section {section!r} is missing or not an object")
     if "model_class" in raw and not isinstance(raw["model_class"], str):
         raise RunFileError(f'{path}: model_class must be a name such as "tft"')
-    return {k: raw[k] for k in (*CONFIG_SECTIONS, "model_class") if k in raw}
+    return {k: raw[k] for k in (*CONFIG_SECTIONS, "model_class", "format") if k in raw}
 
 
 def check_weights_file(path: Path, parameters: int) -> None:

@@ -11,6 +11,7 @@ import torch
 
 from foxhunt import __version__
 from foxhunt.data import DataConfig
+from foxhunt.migrations import sections_of
 from foxhunt.model.config import TFTConfig
 from foxhunt.model.factory import DEFAULT_MODEL, check_model_class
 from foxhunt.training.config import TrainingConfig
@@ -41,7 +42,9 @@ class RunConfig:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunConfig:
+    def from_dict(cls, saved: dict[str, Any]) -> RunConfig:
+        """A saved config (config.json's object, of any format: migrated first)."""
+        data = sections_of(saved)
         return cls(
             data=DataConfig.from_dict(data["data"]),
             model=TFTConfig.from_dict(data["model"]),

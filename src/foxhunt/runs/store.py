@@ -20,9 +20,9 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 from torch import nn
 
-from foxhunt.config_fields import with_legacy_values
 from foxhunt.data import Preprocessor
 from foxhunt.errors import FoxhuntError
+from foxhunt.migrations import FORMAT, FORMAT_KEY, sections_of
 from foxhunt.model.factory import build_model
 from foxhunt.model.size import check_fits_in_memory
 from foxhunt.model.tft import TemporalFusionTransformer
@@ -51,7 +51,8 @@ def weights_bytes(model: nn.Module) -> bytes:
 def save_run_config(run_dir: Path, config: RunConfig, preprocessor: Preprocessor) -> None:
     """Written when training starts, so an interrupted run can be resumed and inspected."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    saved = {**config.to_dict(), "model_class": config.model_class, "versions": versions()}
+    saved = {**config.to_dict(), "model_class": config.model_class, FORMAT_KEY: FORMAT}
+    saved["versions"] = versions()
     atomic_write_json(run_dir / CONFIG_FILE, saved)
     preprocessor.save(run_dir / PREPROCESSOR_FILE)
 
@@ -94,18 +95,17 @@ def read_run_config(run_dir: Path) -> RunConfig:
     path = run_dir / CONFIG_FILE
     if not path.exists():
         raise FoxhuntError(f"{path} not found: is {run_dir} a foxhunt run folder?")
-    sections = read_config_sections(path)
-    try:
+    raw = read_config_sections(path)
+    try:  # an earlier format's file is migrated to today's first (foxhunt/migrations.py)
+        sections = sections_of(raw)
         config = RunConfig.from_dict(sections)
     except FoxhuntError as exc:
         raise RunFileError(f"{path}: {exc}") from None
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
         raise RunFileError(f"{path}: a field has the wrong type or is missing ({exc})") from None
     rebuilt = config.to_dict()
-    check_round_trip(  # a field older runs lack is filled with its legacy value, not damaged
-        path,
-        {k: with_legacy_values(k, sections[k]) for k in CONFIG_SECTIONS},
-        {k: rebuilt[k] for k in CONFIG_SECTIONS},
+    check_round_trip(  # the migrated file: a field older runs lack is filled in, not damaged
+        path, {k: sections[k] for k in CONFIG_SECTIONS}, {k: rebuilt[k] for k in CONFIG_SECTIONS}
     )
     return config
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from safetensors import SafetensorError
 
+from foxhunt.migrations import FORMAT, FORMAT_KEY
 from foxhunt.storage.base import CheckpointError, CheckpointStorage
 from foxhunt.training.checkpoint_checks import (
     RESUMABLE_CHANGES,
@@ -109,7 +110,7 @@ class Checkpointer:
     # --- save / restore ----------------------------------------------------------------
     def files(self, trainer: Trainer) -> dict[str, bytes]:
         header = {
-            "config": self.config,
+            "config": {**self.config, FORMAT_KEY: FORMAT},  # foxhunt/migrations.py
             "best_checkpoint": self.best_name,
             "metadata": {**self.metadata, "step": trainer.state.global_step},
         }

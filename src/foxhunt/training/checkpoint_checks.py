@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from foxhunt.config_fields import with_legacy_values
 from foxhunt.errors import FoxhuntError
+from foxhunt.migrations import FORMAT_KEY, sections_of
 
 # Fields that may change when resuming; any other difference means a different run.
 RESUMABLE_CHANGES = frozenset(
@@ -34,8 +34,8 @@ def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def config_differences(saved: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
-    # a field the checkpoint predates reads as its value then (its legacy value, config_fields.setting)
-    saved = {k: with_legacy_values(k, v) if isinstance(v, Mapping) else v for k, v in saved.items()}
+    saved = sections_of(saved)  # a checkpoint of an earlier format reads as it was made
+    current = {k: v for k, v in current.items() if k != FORMAT_KEY}  # a checkpoint's own
     a, b = flatten(saved), flatten(current)
     return [
         f"{k}: checkpoint has {a.get(k)!r}, this run has {b.get(k)!r}"

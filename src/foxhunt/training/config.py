@@ -12,9 +12,7 @@ from foxhunt.config_fields import (
     Range,
     check_known_fields,
     check_ranges,
-    saved_as,
     setting,
-    with_legacy_values,
 )
 from foxhunt.errors import ConfigError, FoxhuntError
 from foxhunt.training.threads import CEILING, check_requested
@@ -36,7 +34,6 @@ DEFAULT_TIMEOUT_S = 300.0
 ``training/distributed.py``)."""
 
 
-@saved_as("training")
 @dataclass(frozen=True, kw_only=True)
 class TrainingConfig:
     """Optimization settings.
@@ -113,16 +110,15 @@ class TrainingConfig:
     max_nonfinite_steps: int = 5
     num_workers: int = setting(0, range=Range(0, 256))
     loss_weighting: LossWeighting = "none"
-    range_weight: float = setting(1.0, range=Range(0, 100), legacy=0.0)
-    validate_initial: bool = setting(True, legacy=False)
-    calibrate: bool = setting(True, legacy=False)
-    initial_confidence: float = setting(0.95, range=FRACTION, legacy=0.0)
-    lr_schedule: LRSchedule = setting("constant", legacy="constant")
-    warmup_steps: int | None = setting(None, range=Range(0), legacy=None)
-    warmup_fraction: float = setting(0.05, range=FRACTION, legacy=0.05)
-    min_lr: float = setting(0.0, legacy=0.0)
-    # legacy 0: auto, what runs saved before the default was load-free
-    threads: int | Literal["auto"] | None = setting(None, range=Range(0, CEILING), legacy=0)
+    range_weight: float = setting(1.0, range=Range(0, 100))
+    validate_initial: bool = True
+    calibrate: bool = True
+    initial_confidence: float = setting(0.95, range=FRACTION)
+    lr_schedule: LRSchedule = "constant"
+    warmup_steps: int | None = setting(None, range=Range(0))
+    warmup_fraction: float = setting(0.05, range=FRACTION)
+    min_lr: float = 0.0
+    threads: int | Literal["auto"] | None = setting(None, range=Range(0, CEILING))
 
     def __post_init__(self) -> None:
         positive = ("epochs", "batch_size", "eval_batch_size", "max_nonfinite_steps")
@@ -193,7 +189,7 @@ class TrainingConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainingConfig:
         check_known_fields(cls, data, "training config")
-        return cls(**with_legacy_values("training", data))
+        return cls(**data)
 
 
 def resolve_device(name: str, index: int | None = None) -> torch.device:
