@@ -6,7 +6,7 @@ runs every migration from the file's format on, in order (``migrated``), so the 
 dataclasses see only today's fields and carry only today's defaults: a field added to a
 saved config is a new format whose migration gives older files the value they were made
 with (never today's default, which may differ), and a field renamed or re-valued is one
-too. ``tests/runs/test_migrations.py`` loads saved runs of every format.
+too. ``tests/test_migrations.py`` loads saved runs of every format.
 """
 
 from __future__ import annotations

@@ -150,11 +150,17 @@ def run_fold(
     block["weights"] = weights_of(trained)
     block["seconds"] = round(time.perf_counter() - started, 1)
     atomic_write_json(done, json_safe(block))
+    _log_done(k, len(folds), block)
+    return dict(read_json_bounded(done))
+
+
+def _log_done(k: int, folds: int, block: dict[str, Any]) -> None:
+    """One line: the fold's time, whose weights, its TFT against each baseline, its signal."""
     m = block["metrics"]
     log.info(
         "fold %d/%d done in %.0fs: TFT QL %.4f (%s weights), %s, signal net %.0f, Sharpe %.2f",
         k + 1,
-        len(folds),
+        folds,
         block["seconds"],
         m.get("mean_quantile_loss", float("nan")),
         block["weights"] or "unknown",
@@ -165,7 +171,6 @@ def run_fold(
         block["signal"]["tft"]["net_pnl"],
         block["signal"]["tft"]["sharpe"],
     )
-    return dict(read_json_bounded(done))
 
 
 def weights_of(run_dir: Path) -> str | None:
