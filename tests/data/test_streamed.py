@@ -60,7 +60,7 @@ def test_a_streamed_entry_equals_the_in_memory_preparation_bit_for_bit(
     (entry,) = entries(tmp_path)
     manifest = json.loads((entry / "manifest.json").read_text())
     assert manifest["metadata"]["streamed"] is True
-    assert "raw.npy" not in manifest["files"] and not (entry / "raw.npy").exists()
+    assert "raw.f32" not in manifest["files"] and not (entry / "raw.f32").exists()
     assert memory.preprocessor.spec.dropped  # a constant input was found and dropped alike
 
 

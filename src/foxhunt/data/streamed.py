@@ -6,7 +6,7 @@ held whole. Bit for bit the entry the in-memory preparation writes (tests/data/t
    the windows' and the base volatility's) stay in memory, about 0.3 KB a bar.
 2. Each symbol's features are computed alone (`compute_features` on its rows; every
    feature is causal and kept inside its series, so a symbol alone gives its rows of the
-   whole-frame matrix) into a scratch memory map of the entry, `raw.npy`, unscaled; the
+   whole-frame matrix) into a scratch file of the entry, `raw.f32`, unscaled; the
    training range of each input is gathered on the way (inputs constant on it are dropped).
 3. Each symbol's rows are read back in blocks twice: the finite rows, then the scaler's
    mean and std over its finite training rows (`scaling.streamed_moments`: the numbers of
@@ -32,7 +32,6 @@ import itertools
 import logging
 from collections.abc import Iterator
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -59,7 +58,40 @@ from foxhunt.storage.staged import Staging
 log = logging.getLogger("foxhunt.data")
 
 BLOCK_ROWS = 1 << 16  # rows read back from the scratch matrix at a time (60 MB at 229)
-SCRATCH = "raw.npy"  # the unscaled inputs, in the staging folder until the entry is written
+SCRATCH = "raw.f32"  # the unscaled inputs, in the staging folder until the entry is written
+
+
+class Scratch:
+    """The unscaled [N, P] float32 inputs in a plain file of the staging folder, written and
+    read a block at a time with positioned file calls rather than through a memory map (a
+    map's touched pages count in the process's RSS: the whole matrix by the end; a read's
+    stay in the page cache). An OSError (disk full) is one line naming the store."""
+
+    def __init__(self, stage: Staging, rows: int, width: int) -> None:
+        self.stage, self.rows, self.width = stage, rows, width
+        self.row_bytes = width * np.dtype(np.float32).itemsize
+        with stage.errors():
+            self.file = open(stage.path / SCRATCH, "w+b")  # noqa: SIM115 - closed by close()
+
+    def write(self, first: int, values: np.ndarray) -> None:
+        with self.stage.errors():
+            for lo in range(0, len(values), BLOCK_ROWS):
+                self.file.seek((first + lo) * self.row_bytes)
+                self.file.write(np.ascontiguousarray(values[lo : lo + BLOCK_ROWS]).data)
+
+    def read(self, lo: int, hi: int, keep: np.ndarray) -> np.ndarray:
+        """Rows [lo, hi), the columns `keep` selects."""
+        block = np.empty((hi - lo, self.width), np.float32)
+        with self.stage.errors():
+            self.file.seek(lo * self.row_bytes)
+            if self.file.readinto(block.data) != block.nbytes:
+                raise OSError(f"{SCRATCH}: short read")
+        return block if keep.all() else block[:, keep]
+
+    def close(self) -> None:
+        self.file.close()
+        (self.stage.path / SCRATCH).unlink()  # not the entry's: the manifest never names it
+
 
 Ranges = list[tuple[int, int]]
 
@@ -92,9 +124,9 @@ def write_streamed(stage: Staging, config: DataConfig, material: dict[str, Any])
     ranges = _symbol_rows(bars.codes, len(bars.symbols.categories))
     longest = max(stop - first for first, stop in ranges)
     check_symbol_fits(longest, len(bars.codes), bars.spec, source=source)
-    coded = _encode(stage.path / SCRATCH, bars, ranges, config)
+    raw = Scratch(stage, len(bars.codes), len(_all_names(bars.spec)))
+    coded = _encode(raw, bars, ranges, config)
     del bars  # the OHLCV columns: every feature is computed
-    raw = np.load(stage.path / SCRATCH, mmap_mode="r")
     keep = np.asarray([n not in coded.spec.dropped for n in _all_names(coded.spec)])
     encoded = coded.encoded
     names = (*coded.spec.observed_names, *coded.spec.known_names)
@@ -102,8 +134,7 @@ def write_streamed(stage: Staging, config: DataConfig, material: dict[str, Any])
     scaler = _fit_scaler(raw, keep, train & encoded.finite, ranges, names)
     plan = plan_windows(coded, config, source, None, scaler=scaler)
     _write_inputs(stage, raw, keep, plan.preprocessor.scaler, encoded.symbol_codes, ranges)
-    del raw
-    (stage.path / SCRATCH).unlink()  # not the entry's: the manifest never names it
+    raw.close()
     counts = {name: len(plan.anchors[name]) for name in SPLITS}
     warmup = max(coded.spec.warmup_bars, config.baseline_window)
     warn_short_train(counts["train"], int((plan.splits == 0).sum()), warmup, source)
@@ -130,14 +161,13 @@ def _blocks(ranges: Ranges) -> Iterator[tuple[int, int]]:
             yield lo, min(lo + BLOCK_ROWS, stop)
 
 
-def _encode(path: Path, bars: NewRunBars, ranges: Ranges, config: DataConfig) -> EncodedBars:
-    """Each symbol's unscaled inputs into a new .npy at `path`; the bars' [N] vectors and
+def _encode(raw: Scratch, bars: NewRunBars, ranges: Ranges, config: DataConfig) -> EncodedBars:
+    """Each symbol's unscaled inputs into `raw`; the bars' [N] vectors and
     the spec less the inputs constant on the training rows, as `pipeline._encode_new_run`."""
     spec, rows = bars.spec, len(bars.codes)
     times = pd.DatetimeIndex(bars.frame["timestamp"])
     train = row_splits(times.as_unit("ns").asi8, config)[1] == 0
-    width = len(_all_names(spec))
-    raw = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(rows, width))
+    width = raw.width
     returns = np.empty(rows)
     low, high = np.full(width, np.inf), np.full(width, -np.inf)
     for first, stop in ranges:
@@ -148,7 +178,7 @@ def _encode(path: Path, bars: NewRunBars, ranges: Ranges, config: DataConfig) ->
             timezone=bars.timezone,
             symbol_codes=series - series[0],
         )
-        raw[first:stop] = part.inputs
+        raw.write(first, part.inputs)
         returns[first:stop] = part.returns
         part_low, part_high = train_ranges(part.inputs, train[first:stop])
         low, high = np.fmin(low, part_low), np.fmax(high, part_high)
@@ -157,8 +187,7 @@ def _encode(path: Path, bars: NewRunBars, ranges: Ranges, config: DataConfig) ->
     keep = np.asarray([n not in spec.dropped for n in _all_names(spec)])
     finite = np.isfinite(returns)
     for lo, hi in _blocks(ranges):
-        finite[lo:hi] &= np.isfinite(raw[lo:hi][:, keep]).all(axis=1)
-    del raw  # flushed to the file
+        finite[lo:hi] &= np.isfinite(raw.read(lo, hi, keep)).all(axis=1)
     frame = pd.DataFrame()
     frame.attrs.update(bars.frame.attrs)  # the source the errors name, not the columns
     encoded = EncodedFrame(
@@ -175,7 +204,7 @@ def _encode(path: Path, bars: NewRunBars, ranges: Ranges, config: DataConfig) ->
 
 
 def _fit_scaler(
-    raw: np.ndarray, keep: np.ndarray, rows: np.ndarray, ranges: Ranges, names: tuple[str, ...]
+    raw: Scratch, keep: np.ndarray, rows: np.ndarray, ranges: Ranges, names: tuple[str, ...]
 ) -> StandardScaler:
     """Each symbol's scaler statistics over its `rows` (the finite training rows), read in
     blocks: `StandardScaler.fit`'s numbers."""
@@ -185,7 +214,7 @@ def _fit_scaler(
 
         def blocks(bounds: tuple[int, int] = bounds) -> Iterator[np.ndarray]:
             for lo, hi in _blocks([bounds]):
-                yield raw[lo:hi][:, keep][rows[lo:hi]]
+                yield raw.read(lo, hi, keep)[rows[lo:hi]]
 
         mean[code], std[code] = streamed_moments(blocks, width)
     return StandardScaler.from_moments(names, mean, std)
@@ -193,16 +222,16 @@ def _fit_scaler(
 
 def _write_inputs(
     stage: Staging,
-    raw: np.ndarray,
+    raw: Scratch,
     keep: np.ndarray,
     scaler: StandardScaler,
     codes: np.ndarray,
     ranges: Ranges,
 ) -> None:
     """`inputs.npy`: the kept inputs scaled, block by block (`scale_in_place`'s numbers)."""
-    with stage.array("inputs.npy", (len(raw), int(keep.sum())), np.float32) as writer:
+    with stage.array("inputs.npy", (raw.rows, int(keep.sum())), np.float32) as writer:
         for lo, hi in _blocks(ranges):
-            writer.append(scaler.scale_in_place(raw[lo:hi][:, keep], codes[lo:hi]))
+            writer.append(scaler.scale_in_place(raw.read(lo, hi, keep), codes[lo:hi]))
 
 
 def _write_vectors(
