@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from test_feature_store import assert_same_windows, entries
 
 from foxhunt.data import DataConfig, prepare_data
@@ -16,7 +17,8 @@ from foxhunt.data.features.base import Features
 from foxhunt.data.instruments import generate_instruments
 from foxhunt.data.pipeline import prepare_in_memory
 from foxhunt.data.scaling import streamed_moments
-from foxhunt.errors import DataError
+from foxhunt.data.store_entry import stored_block
+from foxhunt.errors import ConfigError, DataError
 
 #: the tft-225 groups (cli/presets.py) at short windows, so that 3 days of bars hold them
 GROUPS = (
@@ -111,3 +113,27 @@ def test_a_second_run_says_what_reusing_saved(
     data_log.clear()
     prepare_data(config(bars, tmp_path))
     assert "s; preparing it took " in data_log.text
+
+
+def test_a_float16_store_holds_the_inputs_rounded_once(bars: Path, tmp_path: Path) -> None:
+    memory = prepare_in_memory(config(bars, None))
+    half = prepare_data(config(bars, tmp_path, feature_store_dtype="float16"))
+    assert half.train.past_values.dtype == np.float16
+    assert half.preprocessor == memory.preprocessor  # fitted on the float32 values
+    everything = list(range(len(memory.train)))
+    a, b = memory.train.__getitems__(everything), half.train.__getitems__(everything)
+    assert b.past.dtype == b.future.dtype == torch.float32  # what the model reads
+    assert torch.equal(a.past.half().float(), b.past)
+    assert torch.equal(a.future.half().float(), b.future)
+    assert torch.equal(a.target, b.target)
+    assert not torch.equal(a.past, b.past)
+    with pytest.raises(ConfigError, match="feature_store_dtype='float16': needs feature_store"):
+        config(bars, None, feature_store_dtype="float16")
+
+
+def test_a_float16_store_refuses_a_value_beyond_its_range() -> None:
+    block = np.array([[1.0, np.nan, -np.inf], [7e4, 0.5, 2.0]], dtype=np.float32)
+    with pytest.raises(DataError, match="reaches 7e\\+04, beyond float16's range"):
+        stored_block(block, "float16")
+    assert stored_block(block[:1], "float16").dtype == np.float16  # its infinity was one
+    assert stored_block(block, "float32") is block

@@ -35,7 +35,7 @@ from foxhunt.data.encoded import EncodedFrame
 from foxhunt.data.features import Features
 from foxhunt.data.pipeline import PreparedData, prepare_in_memory
 from foxhunt.data.preprocess import Preprocessor
-from foxhunt.data.store_entry import entry_metadata, write_files
+from foxhunt.data.store_entry import entry_metadata, stored_block, write_files
 from foxhunt.data.store_key import key_material, store_key
 from foxhunt.data.streamed import why_not_streamed, write_streamed
 from foxhunt.data.summary import DataSummary
@@ -98,7 +98,7 @@ def _write(
         else:
             log.info("feature store: %s", why)
             data = prepare_in_memory(config, preprocessor=preprocessor)
-            meta = write_entry(stage, data, material)
+            meta = write_entry(stage, data, material, config.feature_store_dtype)
             del data  # the matrix is freed: training reads the entry as a later run does
         meta |= {"streamed": why is None, "prepare_s": round(time.perf_counter() - start, 3)}
         stage.finalize(meta)
@@ -118,8 +118,10 @@ def _symbol_ranges(codes: np.ndarray, symbols: tuple[str, ...]) -> dict[str, lis
     return {name: [int(edges[i]), int(edges[i + 1])] for i, name in enumerate(symbols)}
 
 
-def write_entry(stage: Staging, data: PreparedData, material: dict[str, Any]) -> dict[str, Any]:
-    """Every array of `data` into `stage`; the manifest's metadata."""
+def write_entry(
+    stage: Staging, data: PreparedData, material: dict[str, Any], dtype: str = "float32"
+) -> dict[str, Any]:
+    """Every array of `data` into `stage`, the inputs as `dtype`; the manifest's metadata."""
     train, encoded = data.train, data.encoded
     if (
         encoded is None
@@ -130,10 +132,11 @@ def write_entry(stage: Staging, data: PreparedData, material: dict[str, Any]) ->
     inputs = train.past_values.numpy()
     symbols = data.preprocessor.symbols.categories
     ranges = _symbol_ranges(encoded.symbol_codes, symbols)
-    with stage.array("inputs.npy", inputs.shape, inputs.dtype) as writer:
+    with stage.array("inputs.npy", inputs.shape, np.dtype(dtype)) as writer:
         for first, stop in ranges.values():  # per symbol, in row blocks
             for start in range(first, stop, BLOCK_ROWS):
-                writer.append(inputs[start : min(start + BLOCK_ROWS, stop)])
+                block = inputs[start : min(start + BLOCK_ROWS, stop)]
+                writer.append(stored_block(block, dtype))
     vectors: dict[str, torch.Tensor | np.ndarray | None] = {
         "targets": train.target_values,
         "symbol_codes": train.symbol_codes,

@@ -6,12 +6,31 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import torch
 
 from foxhunt.data.preprocess import Preprocessor
 from foxhunt.data.summary import DataSummary
+from foxhunt.errors import DataError
 from foxhunt.storage.staged import Staging
+
+
+def stored_block(block: np.ndarray, dtype: str) -> np.ndarray:
+    """A block of scaled float32 inputs as the store keeps them (`DataConfig.feature_store_
+    dtype`): float16 rounds each value once; one beyond float16's range (a scaled input past
+    +-65504) is refused rather than stored as an infinity."""
+    if dtype == "float32":
+        return block
+    with np.errstate(over="ignore"):  # an overflow is found below, and named
+        out = block.astype(dtype)
+    if np.isinf(out).any() and not np.array_equal(np.isinf(out), np.isinf(block)):
+        top = float(np.abs(block[np.isfinite(block)]).max())
+        raise DataError(
+            f"a scaled input reaches {top:.4g}, beyond {dtype}'s range: use "
+            "feature_store_dtype float32 (--feature-store-dtype float32)"
+        )
+    return out
 
 
 def write_files(

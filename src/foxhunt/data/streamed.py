@@ -50,7 +50,7 @@ from foxhunt.data.pipeline import load_frame
 from foxhunt.data.planned import EncodedBars, Planned, plan_windows, summarize
 from foxhunt.data.preprocess import Preprocessor
 from foxhunt.data.scaling import StandardScaler, streamed_moments
-from foxhunt.data.store_entry import entry_metadata, write_files
+from foxhunt.data.store_entry import entry_metadata, stored_block, write_files
 from foxhunt.data.summary import DataSummary
 from foxhunt.data.windows import SPLITS, warn_short_train
 from foxhunt.storage.staged import Staging
@@ -133,7 +133,8 @@ def write_streamed(stage: Staging, config: DataConfig, material: dict[str, Any])
     train = row_splits(encoded.times_ns, config)[1] == 0
     scaler = _fit_scaler(raw, keep, train & encoded.finite, ranges, names)
     plan = plan_windows(coded, config, source, None, scaler=scaler)
-    _write_inputs(stage, raw, keep, plan.preprocessor.scaler, encoded.symbol_codes, ranges)
+    scaler, dtype = plan.preprocessor.scaler, config.feature_store_dtype
+    _write_inputs(stage, raw, keep, scaler, encoded.symbol_codes, ranges, dtype)
     raw.close()
     counts = {name: len(plan.anchors[name]) for name in SPLITS}
     warmup = max(coded.spec.warmup_bars, config.baseline_window)
@@ -227,11 +228,15 @@ def _write_inputs(
     scaler: StandardScaler,
     codes: np.ndarray,
     ranges: Ranges,
+    dtype: str,
 ) -> None:
-    """`inputs.npy`: the kept inputs scaled, block by block (`scale_in_place`'s numbers)."""
-    with stage.array("inputs.npy", (raw.rows, int(keep.sum())), np.float32) as writer:
+    """`inputs.npy`: the kept inputs scaled, block by block (`scale_in_place`'s numbers),
+    stored as `dtype` (float16: rounded from those float32 values)."""
+    shape = (raw.rows, int(keep.sum()))
+    with stage.array("inputs.npy", shape, np.dtype(dtype)) as writer:
         for lo, hi in _blocks(ranges):
-            writer.append(scaler.scale_in_place(raw.read(lo, hi, keep), codes[lo:hi]))
+            block = scaler.scale_in_place(raw.read(lo, hi, keep), codes[lo:hi])
+            writer.append(stored_block(block, dtype))
 
 
 def _write_vectors(
