@@ -19,6 +19,7 @@ from foxhunt.data.pipeline import prepare_in_memory
 from foxhunt.data.scaling import streamed_moments
 from foxhunt.data.store_entry import stored_block
 from foxhunt.errors import ConfigError, DataError
+from helpers.contracts import write_contract_files
 
 #: the tft-225 groups (cli/presets.py) at short windows, so that 3 days of bars hold them
 GROUPS = (
@@ -137,3 +138,14 @@ def test_a_float16_store_refuses_a_value_beyond_its_range() -> None:
         stored_block(block, "float16")
     assert stored_block(block[:1], "float16").dtype == np.float16  # its infinity was one
     assert stored_block(block, "float32") is block
+
+
+def test_contract_series_stream_bit_for_bit(tmp_path: Path) -> None:
+    bars = write_contract_files(tmp_path)["contracts"]  # one symbol, two overlapping contracts
+    groups = ("returns:3/12", "realized:3/12", "expiry")
+    settings = {"feature_groups": groups, "max_gap": None}  # a series per contract
+    memory = prepare_in_memory(config(bars, None, **settings))
+    stored = prepare_data(config(bars, tmp_path / "store", **settings))
+    assert_same_windows(memory, stored)
+    (entry,) = entries(tmp_path / "store")
+    assert json.loads((entry / "manifest.json").read_text())["metadata"]["streamed"] is True
