@@ -58,6 +58,7 @@ BEFORE_FORMATS: dict[str, dict[str, Any]] = {
         "fast_window": 0,
         "base": "realized_vol",
         "feature_store": None,
+        "feature_store_dtype": "float32",
         "synthetic_market": "garch",
     },
     "model": {

@@ -46,6 +46,8 @@ BASES: tuple[str, ...] = get_args(Base)
 #: the feature library's groups a run feeds by default, after today's inputs
 DEFAULT_GROUPS = ("activity:12",)
 SyntheticMarket = Literal["planted", "garch"]
+#: the inputs' type in a feature store (`feature_store_dtype`)
+StoreDtype = Literal["float32", "float16"]
 SYNTHETIC_MARKETS: tuple[str, ...] = get_args(SyntheticMarket)
 
 
@@ -181,6 +183,10 @@ class DataConfig:
             code), later runs asking for the same read them back and gather training windows
             from memory-mapped arrays instead of holding the input matrix. None = prepare in
             memory every run. fsspec URLs are not supported yet.
+        feature_store_dtype: the inputs' type in the feature store: "float32" (the windows
+            are the in-memory ones bit for bit) or "float16" (half the disk and the reads;
+            each input is the float32 value rounded to float16, a relative error of about
+            2e-4 at the median, more for values near 0: docs/data.md). Needs feature_store.
         synthetic_market: the built-in bars when `path` is None: "planted" = a planted-signal
             market (data/planted/: volume spikes that lead volatility, a scheduled release on
             Tuesdays and Thursdays at 10:00, a hidden volatility regime that shifts volume,
@@ -218,6 +224,7 @@ class DataConfig:
     fast_window: int = setting(16, range=Range(0, 100_000))
     base: Base = "realized_vol"
     feature_store: str | None = None
+    feature_store_dtype: StoreDtype = "float32"
     synthetic_market: SyntheticMarket = "planted"
     synthetic_days: int = setting(120, range=Range(1, 10_000))
     synthetic_seed: int = setting(0, range=SEED)
@@ -295,8 +302,12 @@ class DataConfig:
         parse_groups(self.feature_groups)  # ConfigError naming the field and the entry
 
     def _check_store(self) -> None:
-        store = self.feature_store
+        store, dtype = self.feature_store, self.feature_store_dtype
+        if dtype not in get_args(StoreDtype):
+            raise _fail("feature_store_dtype", dtype, f"use one of {get_args(StoreDtype)}")
         if store is None:
+            if dtype != "float32":
+                raise _fail("feature_store_dtype", dtype, "needs feature_store (--feature-store)")
             return
         if isinstance(store, Path):
             object.__setattr__(self, "feature_store", store := str(store))

@@ -39,7 +39,9 @@ def gather_rows(values: Tensor | np.ndarray, rows: Tensor) -> Tensor:
     read-only memory map) a numpy gather of just those rows, wrapped without a copy."""
     if isinstance(values, Tensor):
         return values.index_select(0, rows)
-    return torch.from_numpy(np.asarray(np.take(values, rows.numpy(), axis=0)))
+    rows_read = np.take(values, rows.numpy(), axis=0)
+    # a float16 store (DataConfig.feature_store_dtype): the model reads float32
+    return torch.from_numpy(np.asarray(rows_read, dtype=np.float32))
 
 
 class WindowDataset(Dataset[TFTBatch]):
@@ -186,7 +188,7 @@ class WindowDataset(Dataset[TFTBatch]):
         values = self.past_values
         if isinstance(values, Tensor):
             return values[:, column].numpy().copy()
-        return np.array(values[:, column])
+        return np.array(values[:, column], dtype=np.float32)
 
     def timestamps_for(self, anchor: int) -> pd.DatetimeIndex:
         """Times of the H bars forecast from anchor row `anchor` (rows anchor+1 .. anchor+H)."""

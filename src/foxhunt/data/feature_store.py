@@ -35,7 +35,9 @@ from foxhunt.data.encoded import EncodedFrame
 from foxhunt.data.features import Features
 from foxhunt.data.pipeline import PreparedData, prepare_in_memory
 from foxhunt.data.preprocess import Preprocessor
+from foxhunt.data.store_entry import entry_metadata, stored_block, write_files
 from foxhunt.data.store_key import key_material, store_key
+from foxhunt.data.streamed import why_not_streamed, write_streamed
 from foxhunt.data.summary import DataSummary
 from foxhunt.data.windows import SPLITS
 from foxhunt.storage.staged import Staging, StoreError, open_complete, staging, writer_lock
@@ -52,6 +54,7 @@ def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None
     `preprocessor` (a resumed run) its fitted state scales the inputs, as in memory."""
     if config.feature_store is None:
         return prepare_in_memory(config, preprocessor=preprocessor)
+    start = time.perf_counter()
     root = Path(config.feature_store).expanduser()
     if root.exists() and not root.is_dir():
         raise StoreError(f"{root}: the feature store is a file, not a folder; {HINT}")
@@ -64,13 +67,18 @@ def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None
             if manifest is None:
                 return _write(root, key, config, preprocessor, material)
     meta = manifest["metadata"]
+    data = read_entry(root / key, meta)
+    took, prepared = time.perf_counter() - start, meta.get("prepare_s")  # absent: older entry
+    saved = "" if prepared is None else f"; preparing it took {prepared:.1f} s"
     log.info(
-        "feature store: reusing %s (%d rows, %.0f MB)",
+        "feature store: reusing %s (%d rows, %.0f MB) in %.1f s%s",
         root / key,
         meta["rows"],
         meta["bytes"] / 1e6,
+        took,
+        saved,
     )
-    return read_entry(root / key, meta)
+    return data
 
 
 def _write(
@@ -84,16 +92,22 @@ def _write(
     start = time.perf_counter()
     log.info("feature store: writing %s", root / key)
     with staging(root, key, hint=HINT) as stage:  # unwritable: one line, before preparing
-        data = prepare_in_memory(config, preprocessor=preprocessor)
-        meta = write_entry(stage, data, material)
-        del data  # the matrix is freed: training reads the entry as a later run does
+        why = why_not_streamed(config, preprocessor)
+        if why is None:  # a symbol at a time (streamed.py): the matrix is never held whole
+            meta = write_streamed(stage, config, material)
+        else:
+            log.info("feature store: %s", why)
+            data = prepare_in_memory(config, preprocessor=preprocessor)
+            meta = write_entry(stage, data, material, config.feature_store_dtype)
+            del data  # the matrix is freed: training reads the entry as a later run does
+        meta |= {"streamed": why is None, "prepare_s": round(time.perf_counter() - start, 3)}
         stage.finalize(meta)
     log.info(
         "feature store: wrote %s (%d rows, %.0f MB) in %.1f s",
         root / key,
         meta["rows"],
         meta["bytes"] / 1e6,
-        time.perf_counter() - start,
+        meta["prepare_s"],
     )
     return read_entry(root / key, meta)
 
@@ -104,8 +118,10 @@ def _symbol_ranges(codes: np.ndarray, symbols: tuple[str, ...]) -> dict[str, lis
     return {name: [int(edges[i]), int(edges[i + 1])] for i, name in enumerate(symbols)}
 
 
-def write_entry(stage: Staging, data: PreparedData, material: dict[str, Any]) -> dict[str, Any]:
-    """Every array of `data` into `stage`; the manifest's metadata."""
+def write_entry(
+    stage: Staging, data: PreparedData, material: dict[str, Any], dtype: str = "float32"
+) -> dict[str, Any]:
+    """Every array of `data` into `stage`, the inputs as `dtype`; the manifest's metadata."""
     train, encoded = data.train, data.encoded
     if (
         encoded is None
@@ -116,15 +132,15 @@ def write_entry(stage: Staging, data: PreparedData, material: dict[str, Any]) ->
     inputs = train.past_values.numpy()
     symbols = data.preprocessor.symbols.categories
     ranges = _symbol_ranges(encoded.symbol_codes, symbols)
-    with stage.array("inputs.npy", inputs.shape, inputs.dtype) as writer:
+    with stage.array("inputs.npy", inputs.shape, np.dtype(dtype)) as writer:
         for first, stop in ranges.values():  # per symbol, in row blocks
             for start in range(first, stop, BLOCK_ROWS):
-                writer.append(inputs[start : min(start + BLOCK_ROWS, stop)])
-    times = encoded.times
+                block = inputs[start : min(start + BLOCK_ROWS, stop)]
+                writer.append(stored_block(block, dtype))
     vectors: dict[str, torch.Tensor | np.ndarray | None] = {
         "targets": train.target_values,
         "symbol_codes": train.symbol_codes,
-        "times": times.asi8,
+        "times": encoded.times.asi8,
         "volatility": train.base_volatility,
         "profile": train.profile,
         "signal": train.vol_signal,
@@ -133,24 +149,10 @@ def write_entry(stage: Staging, data: PreparedData, material: dict[str, Any]) ->
         "series_codes": encoded.series_codes,
     }
     vectors |= {f"anchors-{name}": getattr(data, name).anchors for name in SPLITS}
-    for name, values in vectors.items():
-        if values is not None:
-            stage.save(
-                f"{name}.npy", values.numpy() if isinstance(values, torch.Tensor) else values
-            )
-    stage.json("preprocessor.json", data.preprocessor.state_dict())
-    stage.json("summary.json", data.summary.to_dict())
-    stage.json("key.json", material)
-    return {
-        "rows": len(inputs),
-        "inputs": inputs.shape[1],
-        "num_observed": inputs.shape[1] - train.future_values.shape[1],
-        "lookback": train.lookback,
-        "horizon": train.horizon,
-        "times": {"unit": times.unit, "tz": str(times.tz), "name": times.name},
-        "symbols": ranges,
-        "bytes": sum(f["bytes"] for f in stage.files.values()),
-    }
+    write_files(stage, vectors, data.preprocessor, data.summary, material)
+    return entry_metadata(
+        stage, encoded.times, ranges, rows=len(inputs), width=inputs.shape[1], pre=data.preprocessor
+    )
 
 
 def _vector(path: Path, name: str) -> torch.Tensor | None:

@@ -53,8 +53,11 @@ def fit_preprocessor(
     bar_spacing_ns: int,
     timezone: str,
     symbols: CategoryEncoder,
+    scaler: StandardScaler | None = None,
 ) -> Preprocessor:
-    """Scalers and the intraday volatility profile fitted on the training rows only."""
+    """Scalers and the intraday volatility profile fitted on the training rows only;
+    `scaler`: the input scaler fitted already (on those rows, a symbol at a time: the inputs
+    are not in `encoded`, streamed.py)."""
     train = (splits == 0) & encoded.finite
     _check_every_symbol_trains(encoded, splits, train, symbols)
     names = (*spec.observed_names, *spec.known_names)
@@ -73,7 +76,8 @@ def fit_preprocessor(
         spec=spec,
         lookback=config.lookback,
         horizon=config.horizon,
-        scaler=StandardScaler.fit(
+        scaler=scaler
+        or StandardScaler.fit(
             names,
             encoded.features.inputs,
             encoded.symbol_codes,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,8 +66,16 @@ class StandardScaler:
             mean[g] = picked.mean(axis=0, dtype=np.float64)
             std[g] = picked.std(axis=0, dtype=np.float64)
             del picked
+        return cls.from_moments(names, mean, std)
+
+    @classmethod
+    def from_moments(
+        cls, names: Sequence[str], mean: np.ndarray, std: np.ndarray
+    ) -> StandardScaler:
+        """The scaler of each symbol's [G, P] training mean and std (a std under STD_FLOOR
+        leaves its column unscaled)."""
         std = np.where(std > STD_FLOOR, std, 1.0)
-        if groups == 1:  # one symbol: one [P] set, as runs saved before per-symbol sets hold
+        if len(mean) == 1:  # one symbol: one [P] set, as runs saved before per-symbol sets hold
             return cls(tuple(names), mean[0], std[0])
         return cls(tuple(names), mean, std)
 
@@ -122,6 +130,42 @@ class StandardScaler:
         mean = np.asarray(state["mean"], dtype=np.float64)
         std = np.asarray(state["std"], dtype=np.float64)
         return cls(tuple(state["names"]), mean, std)
+
+
+def streamed_moments(
+    blocks: Callable[[], Iterable[np.ndarray]], width: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """[P] mean and std of the rows that `blocks()` yields, float32 [n, P] blocks in order
+    (called twice: for the mean, then for the deviations from it), bit for bit what numpy's
+    `rows.mean(axis=0, dtype=np.float64)` and `rows.std(axis=0, dtype=np.float64)` give on
+    those rows stacked (`StandardScaler.fit`): numpy sums over the outer axis row after row
+    into one float64 row (pairwise summation is only along the contiguous axis), so a
+    running sum carried from block to block adds the same numbers in the same order. NaN
+    without rows."""
+    total, count = _running_sum(blocks(), lambda rows: rows.astype(np.float64), width)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = total / count
+
+        def squares(rows: np.ndarray) -> np.ndarray:
+            deviation = rows - mean  # float32 - float64: float64, as numpy's _var
+            return np.multiply(deviation, deviation, out=deviation)
+
+        spread, _ = _running_sum(blocks(), squares, width)
+        return mean, np.sqrt(spread / count)
+
+
+def _running_sum(
+    blocks: Iterable[np.ndarray], terms: Callable[[np.ndarray], np.ndarray], width: int
+) -> tuple[np.ndarray, int]:
+    """The row after row sum of `terms(block)` over every block, and the rows counted."""
+    total: np.ndarray | None = None
+    count = 0
+    for block in blocks:
+        if len(block):
+            rows = terms(block)
+            first = rows if total is None else np.concatenate([total[None], rows])
+            total, count = np.add.reduce(first, axis=0), count + len(block)
+    return (np.zeros(width) if total is None else total), count
 
 
 @dataclass(frozen=True)

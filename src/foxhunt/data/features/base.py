@@ -12,6 +12,7 @@ t+1 .. t+H.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,7 +57,10 @@ def log_returns(close: np.ndarray, series_codes: np.ndarray) -> np.ndarray:
 
 
 def base_columns(
-    frame: pd.DataFrame, returns: np.ndarray, volatility_windows: tuple[int, ...]
+    frame: pd.DataFrame,
+    returns: np.ndarray,
+    volatility_windows: tuple[int, ...],
+    series_codes: np.ndarray,
 ) -> list[np.ndarray]:
     """Today's observed inputs: the four bar measures and the rolling volatilities."""
     close = frame["close"].to_numpy(dtype=np.float64)
@@ -67,8 +71,15 @@ def base_columns(
         np.log(close) - np.log(frame["open"].to_numpy(np.float64)),
         np.log1p(frame["volume"].to_numpy(np.float64)),
     ]
-    # A full window (min_periods = w) that reaches back over a series' first row meets its
-    # NaN return and is NaN itself, so no volatility mixes two series.
-    series = pd.Series(returns)
-    columns += [series.rolling(w, min_periods=w).std().to_numpy() for w in volatility_windows]
+    # One series at a time: pandas' rolling std carries its running sums from row to row, so
+    # over the whole frame a series' values would round differently from the same series
+    # alone, and a store prepared a symbol at a time (data/streamed.py) could not equal the
+    # in-memory matrix bit for bit.
+    edges = [*np.flatnonzero(series_starts(series_codes)).tolist(), len(returns)]
+    for w in volatility_windows:
+        column = np.empty(len(returns))
+        for start, stop in itertools.pairwise(edges):
+            one = pd.Series(returns[start:stop]).rolling(w, min_periods=w).std()
+            column[start:stop] = one.to_numpy()
+        columns.append(column)
     return columns

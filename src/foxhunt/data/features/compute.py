@@ -84,7 +84,7 @@ def library_inputs(
     full = replace(spec, dropped=())
     names = (*full.observed_names, *full.known_names)
     inputs = np.empty((len(returns), len(names)), dtype=np.float32)
-    base = base_columns(frame, returns, spec.volatility_windows)
+    base = base_columns(frame, returns, spec.volatility_windows, series)
     j = len(base)
     write_columns(inputs[:, :j], base)
     del base
@@ -118,7 +118,7 @@ def compute_features(
     if spec.groups:
         inputs, num_observed = library_inputs(frame, spec, timezone, symbol_codes, returns)
         return Features(inputs=inputs, num_observed=num_observed, returns=returns)
-    columns = base_columns(frame, returns, spec.volatility_windows)
+    columns = base_columns(frame, returns, spec.volatility_windows, symbol_codes)
     columns += [frame[c].to_numpy(np.float64) for c in spec.observed_columns]
     num_observed = len(columns)
     times, symbols = pd.DatetimeIndex(frame["timestamp"]), frame["symbol"].to_numpy()

@@ -145,9 +145,14 @@ def train_ranges(inputs: np.ndarray, train: np.ndarray) -> tuple[np.ndarray, np.
 
 def constant_inputs(features: Features, spec: FeatureSpec, train: np.ndarray) -> tuple[str, ...]:
     """The groups' inputs constant over the training rows (DataError if one is all NaN)."""
+    return constant_names(spec, *train_ranges(features.inputs, train))
+
+
+def constant_names(spec: FeatureSpec, low: np.ndarray, high: np.ndarray) -> tuple[str, ...]:
+    """The groups' inputs whose training range `low` .. `high` (`train_ranges`, one value per
+    input of `spec`) is one value (DataError if one has no finite value)."""
     names = (*spec.observed_names, *spec.known_names)
     library = {c.name for known in (False, True) for c in spec.group_columns(known)}
-    low, high = train_ranges(features.inputs, train)
     constant = []
     for j, name in enumerate(names):
         if name not in library:
