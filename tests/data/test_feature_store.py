@@ -48,7 +48,7 @@ def assert_same_windows(memory: PreparedData, stored: PreparedData) -> None:
         assert len(a) == len(b) > 0, name
         everything = list(range(len(a)))
         x, y = a.__getitems__(everything), b.__getitems__(everything)
-        for field in (*FIELDS, "vol_signal"):
+        for field in (*FIELDS, "vol_signal", "target_range"):
             u, v = getattr(x, field), getattr(y, field)
             assert (u is None) == (v is None), (name, field)
             if u is not None:
