@@ -651,7 +651,7 @@ def store_cases() -> list[Case]:
             fs,
             "refuse",
             "store",
-            fsize=200_000,
+            fsize=60_000,
             check=lambda w, r: (
                 None
                 if not (w / "store").exists()
@@ -862,7 +862,7 @@ def group_cases() -> list[Case]:
         groups("window not a number", "returns:abc", "refuse", "returns"),
         groups("window over the limit", "returns:100001", "refuse", "returns"),
         groups("window beyond the series", "returns:20000", "refuse", "returns"),
-        groups("windows with a comma", "realized:12,48", "refuse", "realized"),
+        groups("windows with a comma", "realized:12,48", "refuse", "realized:12/48"),
         groups("a group twice", "returns,returns:3", "refuse", "once"),
         groups("empty windows", "returns:", "refuse", "returns"),
         groups("nameless windows", ":12", "refuse", "group"),

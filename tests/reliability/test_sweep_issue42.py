@@ -196,3 +196,12 @@ def test_a_symbol_without_bars_in_a_folds_training_span_is_refused_up_front(
     with pytest.raises(DataError, match="symbol 'NQ' has no bar in fold 0's training span"):
         check_every_symbol_trains(frame, folds, "bars.parquet")
     check_every_symbol_trains(planted_bars, folds, "bars.parquet")
+
+
+def test_windows_split_at_a_comma_say_how_to_write_them() -> None:
+    """`--feature-groups realized:12,48` is two entries on the command line; the second was
+    an "unknown feature group '48'"."""
+    from foxhunt.data.features.registry import parse_groups
+
+    with pytest.raises(ConfigError, match=r"'48' is no group: separate windows with '/'"):
+        parse_groups(("realized:12", "48"))
