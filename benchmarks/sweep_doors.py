@@ -192,7 +192,9 @@ def run_case(case: Case, root: Path, env: dict[str, str]) -> Outcome:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="", help="run the cases whose door starts so (a comma-separated list)")
+    parser.add_argument(
+        "--only", default="", help="run the cases whose door starts so (a comma-separated list)"
+    )
     parser.add_argument("--case", default="", help="run the cases whose name holds this")
     parser.add_argument("--json", type=Path, help="write the verdicts here too")
     parser.add_argument("--src", type=Path, default=REPO / "src", help="foxhunt's source")
