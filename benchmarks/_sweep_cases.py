@@ -874,7 +874,7 @@ def group_cases() -> list[Case]:
         groups("cross on two symbols", "cross", "ok", data="p2.parquet"),
         groups(
             "every group that fits",
-            "returns,realized,ranges,activity,location,trend,shape,cross,cycles,instrument",
+            "returns,realized:12/48,ranges,activity,location,trend,shape,cross,cycles,instrument",
             "ok",
             data="p2.parquet",
         ),
@@ -923,7 +923,13 @@ def base_cases() -> list[Case]:
 
     def base(value: str, expect: str = "ok", *mentions: str, **kw) -> Case:  # type: ignore[no-untyped-def]
         return train(
-            "base", repr(value), kw.pop("data", p1), ["--base", value], expect, *mentions, **kw
+            "base",
+            kw.pop("name", repr(value)),
+            kw.pop("data", p1),
+            ["--base", value],
+            expect,
+            *mentions,
+            **kw,
         )
 
     return [
@@ -932,10 +938,10 @@ def base_cases() -> list[Case]:
         base("REALIZED_VOL", "refuse", "base"),
         base("auto"),
         base("ewma"),
-        base("garch_t"),
-        base("har"),
+        base("garch_t", "refuse", "'ES'", "--base"),
+        base("har", "refuse", "'ES'", "--base"),
         base("realized_vol"),
-        base("auto", data="p2.parquet"),
+        base("auto", data="p2.parquet", name="'auto' on two symbols"),
         Case(
             "base",
             "YAML: base a number",

@@ -171,6 +171,8 @@ def judge(case: Case, work: Path, res: Result, before: dict[str, bytes | None]) 
 
 def run_case(case: Case, root: Path, env: dict[str, str]) -> Outcome:
     work = root / case.slug
+    while work.exists():  # two cases of one name
+        work = work.with_name(work.name + "+")
     work.mkdir(parents=True)
     env = {**env, **{k: v.format(w=work) for k, v in case.env.items()}}
     try:
