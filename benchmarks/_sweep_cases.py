@@ -205,6 +205,14 @@ def no_kernel(work: Path, res: Result) -> tuple[str, str] | None:
     return None
 
 
+def model_lookback(bars: int) -> Callable[[Path, Result], tuple[str, str] | None]:
+    def check(work: Path, _: Result) -> tuple[str, str] | None:
+        got = json.loads((work / "run" / "config.json").read_text())["model"]["lookback"]
+        return None if got == bars else ("silent-wrong", f"the model's lookback is {got}")
+
+    return check
+
+
 def store_entries(count: int) -> Callable[[Path, Result], tuple[str, str] | None]:
     def check(work: Path, _: Result) -> tuple[str, str] | None:
         names = [p.name for p in (work / "store").iterdir() if not p.name.startswith(".lock")]
@@ -705,6 +713,7 @@ def store_cases() -> list[Case]:
             "ok",
             "damaged",
             setup=manifest(lambda m: m["metadata"].update(lookback=8)),
+            check=model_lookback(16),
         ),
         train(
             "store",

@@ -155,16 +155,14 @@ def judge(case: Case, work: Path, res: Result, before: dict[str, bytes | None]) 
         missing = [w for w in case.mentions if w.lower() not in errors[0].lower()]
         if missing:
             return "unclear", f"does not name {missing}: {errors[0][:200]}"
-    else:
-        if res.code != 0:
-            return "unclear", f"exit {res.code} on a valid input: {(errors or [err[-200:]])[0]}"
-        missing = [w for w in case.mentions if w.lower() not in (err + res.out).lower()]
-        if missing:
-            return "unclear", f"output does not say {missing}"
-    if case.check is not None:
-        found = case.check(work, res)
-        if found is not None:
-            return found
+    elif res.code != 0:
+        return "unclear", f"exit {res.code} on a valid input: {(errors or [err[-200:]])[0]}"
+    found = None if case.check is None else case.check(work, res)
+    if found is not None:  # a wrong result outranks a missing word
+        return found
+    missing = [w for w in case.mentions if w.lower() not in (err + res.out).lower()]
+    if case.expect == "ok" and missing:
+        return "unclear", f"output does not say {missing}"
     line = errors[0] if errors else "exit 0"
     return "good", line[:200]
 
