@@ -883,7 +883,8 @@ def group_cases() -> list[Case]:
         groups("cross on two symbols", "cross", "ok", data="p2.parquet"),
         groups(
             "every group that fits",
-            "returns,realized:12/48,ranges,activity,location,trend,shape,cross,cycles,instrument",
+            "returns:3/12,realized:12/48,ranges:12/48,activity:12,location,trend:12/48,"
+            "shape:12/48,cross,cycles,instrument",
             "ok",
             data="p2.parquet",
         ),
