@@ -1054,6 +1054,7 @@ def kernel_cases() -> list[Case]:
             "ok",
             kill_after=25.0,
             timeout=400,
+            rerun=[*TRAIN, "--parquet-file", p1, "--output-dir", "run", "--overwrite"],
         ),
     ]
 
