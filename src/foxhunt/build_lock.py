@@ -56,6 +56,43 @@ def timeout() -> float:
     return seconds
 
 
+SWITCH_ENV = "FOXHUNT_FUSED_KERNEL"
+SWITCH_OFF, SWITCH_ON = ("0", "false", "off", "no"), ("", "1", "true", "on", "yes")
+ISA_ENVS = ("FOXHUNT_CPU_ISA", "FOXHUNT_INT8_SIMD")  # the second is the first's old name
+ISAS = ("avx2", "native")  # cpp_kernels.ISA_FLAGS' keys
+
+
+def kernels_enabled() -> bool:
+    """``FOXHUNT_FUSED_KERNEL``: 0/false/off/no turn foxhunt's C++ kernels off, 1/true/on/yes
+    (or unset) on; anything else is refused (``false`` once left them on, unsaid)."""
+    raw = os.environ.get(SWITCH_ENV, "1").strip().lower()
+    if raw not in SWITCH_OFF + SWITCH_ON:
+        raise ConfigError(
+            f"{SWITCH_ENV}={os.environ[SWITCH_ENV]!r}: give 0 (the ATen path) or 1 (the C++ "
+            "kernels), or unset it"
+        )
+    return raw not in SWITCH_OFF
+
+
+def isa_from_environment() -> str | None:
+    """``FOXHUNT_CPU_ISA`` (or its old name), checked; None when neither is set."""
+    for var in ISA_ENVS:
+        value = os.environ.get(var, "").strip()
+        if value:
+            if value not in ISAS:
+                raise ConfigError(f"{var}={value!r}: use one of {list(ISAS)}, or unset it")
+            return value
+    return None
+
+
+def check_kernel_environment() -> None:
+    """Refuse a bad kernel variable before a run starts (it was refused at the first
+    forward, and the build timeout only when a build waited)."""
+    if kernels_enabled():
+        isa_from_environment()
+        timeout()
+
+
 @contextmanager
 def exclusive(folder: Path, what: str, wait: float) -> Iterator[bool]:
     """Hold ``folder``'s build lock while the block runs, with what a killed build left behind

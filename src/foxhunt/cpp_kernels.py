@@ -18,8 +18,10 @@ what a killed build left (torch's ``lock`` file, running compilers), and gives u
 e.g. AMD EPYC Zen 2/3 runs), to test that path on an AVX-512 machine. Unset, it follows
 ``ATEN_CPU_CAPABILITY=avx2|default`` to ``avx2``. ``FOXHUNT_INT8_SIMD`` is its old name.
 
-Without a C++ compiler and ninja, a failed build, or with ``FOXHUNT_FUSED_KERNEL=0``,
-callers fall back to ATen ops: the same math, slower.
+Without a C++ compiler and ninja, a failed build, or with ``FOXHUNT_FUSED_KERNEL=0`` (or
+``false``, ``off``, ``no``), callers fall back to ATen ops: the same math, slower. The command
+line refuses any other value, and a bad ISA or build timeout, before a run starts
+(:func:`foxhunt.build_lock.check_kernel_environment`).
 """
 
 from __future__ import annotations
@@ -55,17 +57,15 @@ _built: dict[tuple[Path, str], object] = {}
 
 
 def enabled() -> bool:
-    """Whether the kernels may be used (``FOXHUNT_FUSED_KERNEL=0`` turns them off)."""
-    return os.environ.get("FOXHUNT_FUSED_KERNEL", "1") != "0"
+    """Whether the kernels may be used (``FOXHUNT_FUSED_KERNEL=0``, ``false``, ``off`` or
+    ``no`` turns them off; another value than those or 1/true/on/yes is a ConfigError)."""
+    return build_lock.kernels_enabled()
 
 
 def cpu_isa() -> str:
     """The instruction set the kernels are built for: ``native`` or ``avx2`` (module doc)."""
-    for var in (ISA_ENV, OLD_ISA_ENV):
-        value = os.environ.get(var, "").strip()
-        if value:
-            return _checked(value, var)
-    return _follow_aten(os.environ.get("ATEN_CPU_CAPABILITY", "").strip())
+    isa = build_lock.isa_from_environment()
+    return isa or _follow_aten(os.environ.get("ATEN_CPU_CAPABILITY", "").strip())
 
 
 def _checked(isa: str, source: str) -> str:

@@ -55,6 +55,9 @@ def test_unfitted_symbol_is_named_and_nan() -> None:
     base = FilteredBase("ewma", fitted)
     assert base.unfitted(np.array([0])) is None
     assert "symbol code 1: train returns are constant" in (base.unfitted(np.array([0, 1])) or "")
+    # by name where the run knows them (the sweep of issue 42: "symbol code 0" named no symbol)
+    named = base.unfitted(np.array([0, 1]), ("ES", "NQ")) or ""
+    assert "symbol 'NQ': train returns are constant" in named
     out = base(bars.returns_bp / 1e4, bars.symbol_codes)
     assert np.isfinite(out[bars.symbol_codes == 0][1:]).all()  # from its first return on
     assert np.isnan(out[bars.symbol_codes == 1]).all()

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from foxhunt.data.timesplit import TimeSplit, parse_duration
-from foxhunt.errors import ConfigError
+from foxhunt.errors import ConfigError, DataError
 
 Scheme = Literal["expanding", "rolling"]
 NO_EMBARGO = pd.Timedelta(0)
@@ -173,3 +173,23 @@ def leaking_targets(target_times_ns: np.ndarray, folds: list[Fold], k: int) -> i
         end = np.iinfo(np.int64).max if fold.test_end is None else fold.test_end.value
         hits |= (t >= fold.embargo_start.value) & (t < end)
     return int(hits.sum())
+
+
+def check_every_symbol_trains(frame: pd.DataFrame, folds: list[Fold], source: str) -> None:
+    """Each symbol has bars in every fold's training span (issue 42): a fold's job refuses a
+    symbol without (data/fit.py), but only once the backtest folder was written."""
+    times = pd.DatetimeIndex(frame["timestamp"]).as_unit("ns").asi8
+    symbols = frame["symbol"].astype(str).to_numpy()
+    for fold in folds:
+        inside = (times >= fold.train_start.value) & (times < fold.validation_start.value)
+        missing = sorted(set(symbols) - set(symbols[inside]))
+        if missing:
+            first = pd.Timestamp(times[symbols == missing[0]].min(), tz="UTC").tz_convert(
+                fold.train_start.tz
+            )
+            raise DataError(
+                f"{source}: symbol {missing[0]!r} has no bar in fold {fold.index}'s training "
+                f"span ({fold.train_start} .. {fold.validation_start}; its first bar is "
+                f"{first}): leave it out (--symbols the others), or use fewer --folds or a "
+                "shorter --test-size"
+            )

@@ -27,7 +27,12 @@ import torch
 
 from foxhunt.backtest.config import BacktestConfig
 from foxhunt.backtest.fold_job import fold_dir, run_fold
-from foxhunt.backtest.folds import cut_folds, parse_embargo, parse_test_size
+from foxhunt.backtest.folds import (
+    check_every_symbol_trains,
+    cut_folds,
+    parse_embargo,
+    parse_test_size,
+)
 from foxhunt.backtest.settings import check_same_backtest
 from foxhunt.backtest.strict_json import json_safe
 from foxhunt.backtest.summary import summarize
@@ -107,6 +112,7 @@ def _run_backtest(
         embargo=parse_embargo(bt.embargo),
         val_fraction=config.data.val_fraction,
     )
+    check_every_symbol_trains(frame, folds, source)  # before the folder is written
     closes = bar_closes(frame)
     distinct = np.unique(times.as_unit("ns").asi8)
     years = (distinct[-1] - distinct[0]) / (365.25 * 86400e9)

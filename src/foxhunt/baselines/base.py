@@ -11,6 +11,7 @@ variance reverting over the horizon) is a different forecaster.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,11 +68,13 @@ class FilteredBase:
         rows = SymbolRows(u=u, usable=usable, scale=np.ones(len(u)), parkinson=None)
         return next_sd(self.fitted, code, rows)[self.name]
 
-    def unfitted(self, codes: np.ndarray) -> str | None:
-        """Why the base has no fit for one of the symbols `codes`; None: it has all."""
+    def unfitted(self, codes: np.ndarray, names: Sequence[str] = ()) -> str | None:
+        """Why the base has no fit for one of the symbols `codes`; None: it has all.
+        `names`: the symbols by code, to name one (else its code)."""
         fits = getattr(self.fitted, _FITS[self.name])
         for code in np.unique(codes):
             fit = fits.get(int(code), "not fitted")
             if isinstance(fit, str):
-                return f"{self.name} could not be fitted for symbol code {int(code)}: {fit}"
+                which = f"{names[code]!r}" if code < len(names) else f"code {int(code)}"
+                return f"{self.name} could not be fitted for symbol {which}: {fit}"
         return None

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, NoReturn
 
+from foxhunt.build_lock import check_kernel_environment
 from foxhunt.errors import FoxhuntError, UsageError
 from foxhunt.process_exit import leave_now
 from foxhunt.training.threads import check_thread_environment
@@ -106,6 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(args.log_level)
     try:
         check_thread_environment()  # before torch loads libgomp, which reads them then
+        check_kernel_environment()  # before a run folder exists
         return int(args.run(args))
     except FoxhuntError as exc:
         code = fail(exc, exc.exit_code)

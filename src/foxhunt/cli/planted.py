@@ -55,11 +55,26 @@ def run(line: argparse.Namespace) -> int:
 
     config = PlantedConfig.from_dict(dict(vars(args.market)))  # lists become tuples
     output = Path(args.output)
-    if output.exists() and not args.overwrite:
-        raise ConfigError(f"{output} exists; pass --overwrite to replace it")
+    check_planted_output(output, overwrite=args.overwrite)
     bars = generate_planted(config)
     side = write_planted(bars, output)
     print(
         f"planted market: {len(bars.frame)} bars of {', '.join(config.symbols)} -> {output} ({side.name})"
     )
     return 0
+
+
+def check_planted_output(output: Path, *, overwrite: bool) -> None:
+    """Before generating: a Parquet name (`planted bars.csv` wrote Parquet bytes that
+    `--csv-file` cannot read), no file of a run, export or backtest (`--overwrite` replaced
+    a run's metrics.json), and an existing file only with `--overwrite`."""
+    from foxhunt.data.io import PARQUET_SUFFIXES
+    from foxhunt.runs import check_output_file
+
+    if not output.name.lower().endswith(PARQUET_SUFFIXES):
+        raise ConfigError(
+            f"{output}: the bars are written as Parquet; name the file .parquet or .pq"
+        )
+    check_output_file(output, "foxhunt planted")
+    if output.exists() and not overwrite:
+        raise ConfigError(f"{output} exists; pass --overwrite to replace it")

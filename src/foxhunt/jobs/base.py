@@ -63,7 +63,7 @@ def candidate(pre: Preprocessor, name: str, baselines: RunBaselines) -> Preproce
         return replace(pre, base=name, base_filter=None)
     assert baselines.volatility is not None  # fitted here, never a legacy baseline.json
     base = FilteredBase(name, baselines.volatility)
-    reason = base.unfitted(np.arange(pre.symbols.cardinality))
+    reason = base.unfitted(np.arange(pre.symbols.cardinality), pre.symbols.categories)
     if reason is not None:
         raise BaseUnavailable(reason)
     return replace(pre, base=name, base_filter=base)

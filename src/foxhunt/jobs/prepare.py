@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from foxhunt.data import PreparedData, prepare_data
+from foxhunt.data.planted.files import read_record
 from foxhunt.data.preprocess import ROLLING_BASE
 from foxhunt.errors import ConfigError
 from foxhunt.jobs.base import BaseChoice, choose_base
@@ -87,6 +88,7 @@ def prepare(config: RunConfig, job: JobSetting) -> PreparedRun:
     saved = load_saved_preprocessor(job.output_dir) if resume else None
     # the windows come with the rolling base; a saved run's own base is refitted and stands
     rolling = None if saved is None else replace(saved, base=ROLLING_BASE, base_filter=None)
+    read_record(config.data.path)  # a damaged planted record: refused before training
     data = prepare_data(config.data, preprocessor=rolling)
     data, base = choose_base(config, data, resumed=None if saved is None else saved.base)
     config = replace(config, model=fit_model_config(config.model, data))

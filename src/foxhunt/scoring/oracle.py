@@ -9,6 +9,7 @@ the gap between the best baseline and the reachable oracle the TFT closed.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -19,13 +20,21 @@ import pandas as pd
 from foxhunt.baselines import BASIS_POINTS
 from foxhunt.data import WindowDataset
 from foxhunt.data.config import DataConfig
-from foxhunt.data.planted import PlantedConfig, builtin_market, generate_planted, oracle_quantiles
+from foxhunt.data.planted import (
+    PlantedBars,
+    PlantedConfig,
+    builtin_market,
+    generate_planted,
+    oracle_quantiles,
+)
+from foxhunt.data.planted.files import SIDECAR_SUFFIX, same_bars
 from foxhunt.data.planted.oracle import read_bars
 from foxhunt.scoring.score import Scored
 from foxhunt.task import results_table
 from foxhunt.task.bootstrap import day_blocks
 from foxhunt.task.metrics import forecast_metrics, window_losses
 
+log = logging.getLogger("foxhunt.scoring")
 ORACLES = {"bars": "oracle_bars", "latent": "oracle_latent"}
 
 
@@ -34,10 +43,12 @@ def planted_oracles(
     config: PlantedConfig,
     quantiles: Sequence[float],
     frame: pd.DataFrame | None = None,
+    made: PlantedBars | None = None,
 ) -> dict[str, np.ndarray]:
     """{"oracle_bars", "oracle_latent"}: [W, H, Q] in basis points, for `dataset`'s windows.
-    `frame`: the bars as read from the file (None: the generator's own, made again)."""
-    made = generate_planted(config)
+    `frame`: the bars as read from the file (None: the generator's own, made again);
+    `made`: `generate_planted(config)` when the caller made it already."""
+    made = generate_planted(config) if made is None else made
     bars = made.frame if frame is None else frame
     anchors = dataset.anchors.numpy()
     anchors_ns = dataset.timestamps[anchors].as_unit("ns").asi8
@@ -137,7 +148,16 @@ def with_planted_oracle(scored: Scored, data: DataConfig, quantiles: Sequence[fl
     if source is None:
         return scored
     config, frame = source
-    oracles = planted_oracles(scored.dataset, config, quantiles, frame)
+    made = generate_planted(config)
+    if frame is not None and not same_bars(made.frame, frame):
+        log.warning(
+            "%s: its %s config makes other bars than the file holds (edited?): no oracle for "
+            "them; delete it or write the bars again with foxhunt planted",
+            data.path,
+            SIDECAR_SUFFIX,
+        )
+        return scored
+    oracles = planted_oracles(scored.dataset, config, quantiles, frame, made)
     data_set = scored.dataset
     days = day_blocks(data_set.timestamps[data_set.anchors.numpy()])
     forecasts = (scored.pred, scored.baselines, days)

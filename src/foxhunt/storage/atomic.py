@@ -15,6 +15,8 @@ from foxhunt.errors import FoxhuntError
 PLACE_ERRORS = (
     errno.ENOENT, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENAMETOOLONG, errno.ENOTDIR,
 )  # fmt: skip
+#: errors that say the file does not fit (a full disk, a quota, a file-size limit)
+FULL_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 class OutputPathError(FoxhuntError):
@@ -45,8 +47,32 @@ def check_replaceable(path: Path) -> None:
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write to a temporary name in the same folder, fsync, then rename over `path`."""
-    path = Path(path)
-    check_replaceable(path)
+    atomic_write_files({Path(path): data})
+
+
+def atomic_write_files(files: dict[Path, bytes]) -> None:
+    """Each file written under a temporary name beside it and fsynced, then all renamed in
+    order: a full disk or a size limit while writing any of them leaves every old file as
+    it was (a planted market's bars were replaced, then its record beside them failed)."""
+    paths = [Path(p) for p in files]
+    for path in paths:
+        check_replaceable(path)
+    staged: list[tuple[str, Path]] = []
+    try:
+        for path, data in zip(paths, files.values(), strict=True):
+            staged.append((_write_temporary(path, data), path))
+        for tmp, path in staged:
+            os.replace(tmp, path)
+    except BaseException:
+        for tmp, _ in staged:
+            Path(tmp).unlink(missing_ok=True)
+        raise
+    for folder in dict.fromkeys(p.parent for p in paths):
+        fsync_dir(folder)
+
+
+def _write_temporary(path: Path, data: bytes) -> str:
+    """`data` in a new temporary file beside `path`, fsynced; its name."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -61,11 +87,17 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if exc.errno not in FULL_ERRORS:
+            raise
+        raise OutputPathError(  # "File too large" named no file
+            f"{path}: no room to write it ({exc.strerror}); free space or choose another path"
+        ) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    fsync_dir(path.parent)
+    return tmp
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:

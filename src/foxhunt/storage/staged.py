@@ -2,7 +2,8 @@
 size and SHA-256 in a manifest written last, then renamed into place (the feature store).
 
 A reader finds `ROOT/KEY` only after the rename, and trusts it only when every file matches
-its manifest; a damaged one is removed (the caller rebuilds it). A killed writer leaves
+its manifest and the manifest its own checksum; a damaged one is removed (the caller
+rebuilds it). A killed writer leaves
 `ROOT/.staging-KEY-HOST-PID`, which the next writer on that host removes once PID is gone.
 One process writes a key at a time (`writer_lock`, an OS lock the OS releases when its holder
 dies): others asking for it meanwhile (DDP ranks, a second run) wait, then read it.
@@ -28,7 +29,7 @@ from typing import IO, Any
 import numpy as np
 
 from foxhunt.errors import FoxhuntError
-from foxhunt.storage.atomic import PLACE_ERRORS, fsync_dir
+from foxhunt.storage.atomic import FULL_ERRORS, PLACE_ERRORS, fsync_dir
 
 try:
     import fcntl
@@ -40,7 +41,6 @@ log = logging.getLogger("foxhunt.storage")
 MANIFEST = "manifest.json"
 STAGING = ".staging-"
 LOCK = ".lock-"
-FULL_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 HASH_CHUNK = 1 << 24
 
 
@@ -134,6 +134,7 @@ class Staging:
     def finalize(self, metadata: dict[str, Any]) -> Path:
         """The manifest last, then the rename; another writer's entry already there wins."""
         manifest = {"format": 1, "key": self.key, "files": self.files, "metadata": metadata}
+        manifest["sha256"] = _manifest_sha(manifest)
         with self.errors(), open(self.path / MANIFEST, "w") as f:
             f.write(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
             f.flush()
@@ -241,6 +242,8 @@ def _check(path: Path, key: str) -> str | None:
             return f"{MANIFEST} names another key or no files"
         if not isinstance(manifest.get("metadata"), dict):
             return f"{MANIFEST} has no metadata"
+        if manifest.get("sha256") != _manifest_sha(manifest):
+            return f"{MANIFEST} was edited (or written before it carried its own checksum)"
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return f"{MANIFEST}: {exc}"
     for name, meta in files.items():
@@ -253,6 +256,13 @@ def _check(path: Path, key: str) -> str | None:
         except (OSError, KeyError, TypeError) as exc:
             return f"{name}: {exc}"
     return None
+
+
+def _manifest_sha(manifest: dict[str, Any]) -> str:
+    """SHA-256 of the manifest less its own checksum: an edited size, file list or metadata
+    (`rows`, `lookback`: read as they are, unchecked) makes the entry damaged."""
+    body = {k: v for k, v in manifest.items() if k != "sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
 def file_sha256(path: Path) -> str:

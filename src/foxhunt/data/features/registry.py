@@ -51,6 +51,8 @@ def parse_group(entry: str, entries: object = None) -> GroupSetting:
     if not isinstance(entry, str):
         raise _fail(shown, f"{entry!r} is not text such as 'realized' or 'realized:12/78'")
     name, colon, text = entry.strip().partition(":")
+    if name.isdigit():  # the list was split at a comma between windows
+        raise _fail(shown, f"{name!r} is no group: separate windows with '/' (realized:12/48)")
     if name not in GROUPS:
         raise _fail(shown, f"unknown feature group {name!r}; use one of {list(GROUPS)}")
     group = GROUPS[name]

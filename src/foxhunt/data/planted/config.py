@@ -100,6 +100,7 @@ class PlantedConfig:
                 f"PlantedConfig.event_minute={self.event_minute}: must start a bar "
                 f"(a multiple of bar_minutes={self.bar_minutes})"
             )
+        _check_start(self.start)
         _check_calendar(self.calendar)
 
     def without(self, *drivers: str) -> PlantedConfig:
@@ -125,6 +126,22 @@ class PlantedConfig:
 
 def _json(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
+
+
+def _check_start(start: str) -> None:
+    """A date the bars can start on: the data layer refuses bars before 1971 (numbers read
+    as epoch times), and `--start 1800-01-02` wrote bars that no run could read."""
+    import pandas as pd
+
+    try:
+        first = pd.Timestamp(start, tz="UTC")
+    except (ValueError, TypeError):
+        raise ConfigError(f"PlantedConfig.start={start!r}: not a date (YYYY-MM-DD)") from None
+    if not pd.Timestamp("1971-01-01", tz="UTC") <= first <= pd.Timestamp("2200-01-01", tz="UTC"):
+        raise ConfigError(
+            f"PlantedConfig.start={start!r}: give a date from 1971 to 2200 (bars before 1971 "
+            "are refused by every door that reads bars)"
+        )
 
 
 def _check_calendar(name: str) -> None:
