@@ -54,17 +54,17 @@ def quantile_loss(
 
 
 def range_loss(log_volatility: Tensor, scale: Tensor, log_range: Tensor) -> Tensor:
-    """Huber loss (delta 1) of how far the forecast's volatility misses each target bar's
+    """Huber loss (delta 1) of how far the network's volatility misses each target bar's
     range, on the log scale: a scalar.
 
-    log_volatility [B, H] (or [B, 1]): the log of the forecast's volatility over the base's;
-    scale [B, H]: the base's; log_range [B, H]: log of each target bar's log(high / low), NaN
-    where none. A bar's range is its volatility times a factor (wicks, ticks, bar length)
-    whose level the model need not know, so the residual log_range - log(scale) -
-    log_volatility is taken about its mean over the batch, per horizon step: only how it
-    varies across windows trains the volatility. The range is a far less noisy measure of a
-    bar's volatility than its return (Parkinson 1980; Alizadeh, Brandt and Diebold 2002), which
-    is all the pinball loss sees.
+    log_volatility [B, H]: the network's log-volatility adjustment s over the base; scale
+    [B, H]: the base's; log_range [B, H]: log of each target bar's log(high / low), NaN where
+    none. A bar's range is its volatility times a factor (wicks, ticks, bar length) whose
+    level the model need not know, so the residual log_range - log(scale) - log_volatility is
+    taken about its mean over the batch, per horizon step: only how it varies across windows
+    trains the volatility. The range is a far less noisy measure of a bar's volatility than
+    its return (Parkinson 1980; Alizadeh, Brandt and Diebold 2002), which is all the pinball
+    loss sees.
     """
     residual = log_range - scale.clamp_min(MIN_SCALE).log() - log_volatility  # [B, H]
     valid = residual.isfinite()

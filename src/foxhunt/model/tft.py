@@ -37,8 +37,8 @@ class TFTOutput:
     past_weights: Tensor  # [B, L, P]: past variable importance per step
     future_weights: Tensor  # [B, H, F]: future variable importance per step
     attention: Tensor | None  # [B, H, L + H], head-averaged; None in training unless asked
-    #: [B, H] or [B, 1]: log of the forecast's volatility over the base's (the "baseline"
-    #: output's w . signal + s); None without one. What the range loss trains (task/loss.py)
+    #: [B, H] the network's log-volatility adjustment s of the "baseline" output
+    #: (TFTConfig.log_scale); None without one. What the range loss trains (task/loss.py)
     log_volatility: Tensor | None = None
 
 
@@ -116,7 +116,7 @@ class TemporalFusionTransformer(nn.Module):
             if cfg.log_scale:
                 log_scale, quantiles = quantiles[..., 0], quantiles[..., 1:]  # [B, H], [B, H, Q]
             quantiles = self.baseline(quantiles, batch.scale, batch.vol_signal, log_scale)
-            log_volatility = self.baseline.log_adjustment(batch.vol_signal, log_scale)
+            log_volatility = log_scale
         if cfg.sort_quantiles:  # coherent: the q-th forecast never below the p-th, p < q
             quantiles = quantiles.sort(dim=-1).values
         return TFTOutput(

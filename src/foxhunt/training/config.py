@@ -59,8 +59,9 @@ class TrainingConfig:
             standardized forecast, so calm and volatile windows weigh alike. Validation and
             early stopping always use the unweighted loss, the units that are reported.
         range_weight: weight (>= 0) of the range loss added to the pinball loss in training:
-            with the "baseline" output, how far the forecast's log volatility misses the log
-            range (high / low) of each target bar (model/loss.py). A bar's range measures its
+            with the "baseline" output and log_scale, how far the network's log-volatility
+            adjustment misses the log range (high / low) of each target bar over the base
+            (model/loss.py). A bar's range measures its
             volatility several times more precisely than its return, so the network learns
             what moves volatility from far fewer bars (docs/forecasting.md, "The range loss").
             0 = the pinball loss alone, as runs saved before this field. Validation, early
