@@ -96,3 +96,28 @@ def test_the_range_loss_trains_the_network_not_the_lean_toward_the_fast_volatili
     grad = model.baseline.signal_weight.grad
     assert grad is None or not grad.any()
     assert model.output_head.weight.grad is not None and model.output_head.weight.grad.any()
+
+
+def test_two_halves_summed_across_ranks_are_the_whole_batch() -> None:
+    """Under DDP each rank holds half the batch; with the sums taken across the ranks, the
+    mean of the ranks' losses (what DDP's averaged gradients follow) is the whole batch's."""
+    torch.manual_seed(3)
+    scale, ranges = torch.rand(8, 2) + 0.5, torch.randn(8, 2)
+    ranges[1, 0] = float("nan")
+    log_vol = torch.randn(8, 2, requires_grad=True)
+    whole = range_loss(log_vol, scale, ranges)
+    halves = [slice(0, 4), slice(4, 8)]
+    parts = []
+    for half in halves:  # each rank's own sums, as the all-reduce would add them up
+        residual = ranges[half] - scale[half].log() - log_vol[half].detach()
+        valid = residual.isfinite()
+        kept = torch.where(valid, residual, torch.zeros_like(residual))
+        parts.append(torch.stack([kept.sum(0), valid.sum(0).float()]))
+    total = parts[0] + parts[1]
+    ranks = [
+        range_loss(log_vol[h], scale[h], ranges[h], across=lambda _: total, shares=2)
+        for h in halves
+    ]
+    torch.testing.assert_close((ranks[0] + ranks[1]) / 2, whole)
+    alone = range_loss(log_vol[halves[0]], scale[halves[0]], ranges[halves[0]])
+    assert not torch.isclose(alone, ranks[0])  # without the sums, a rank's own mean differs

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import Tensor
@@ -53,7 +53,14 @@ def quantile_loss(
     return quantile_loss_per_quantile(pred, target, quantiles, scale).mean()
 
 
-def range_loss(log_volatility: Tensor, scale: Tensor, log_range: Tensor) -> Tensor:
+def range_loss(
+    log_volatility: Tensor,
+    scale: Tensor,
+    log_range: Tensor,
+    *,
+    across: Callable[[Tensor], Tensor] | None = None,
+    shares: int = 1,
+) -> Tensor:
     """Huber loss (delta 1) of how far the network's volatility misses each target bar's
     range, on the log scale: a scalar.
 
@@ -64,12 +71,20 @@ def range_loss(log_volatility: Tensor, scale: Tensor, log_range: Tensor) -> Tens
     taken about its mean over the batch, per horizon step: only how it varies across windows
     trains the volatility. The range is a far less noisy measure of a bar's volatility than
     its return (Parkinson 1980; Alizadeh, Brandt and Diebold 2002), which is all the pinball
-    loss sees.
+    loss sees. The mean is an estimate of that level, held fixed in the gradient (where every
+    residual lies within the Huber loss's quadratic part, its gradient is zero anyway).
+
+    Under data parallelism each of `shares` processes holds a part of the global batch:
+    `across` sums a tensor over them (an all-reduce), so the mean and the count are the
+    global batch's and the processes' averaged gradients are one process's on the whole batch.
     """
     residual = log_range - scale.clamp_min(MIN_SCALE).log() - log_volatility  # [B, H]
     valid = residual.isfinite()
     kept = torch.where(valid, residual, torch.zeros_like(residual))
-    mean = kept.sum(dim=0) / valid.sum(dim=0).clamp_min(1)  # [H]
+    sums = torch.stack([kept.detach().sum(dim=0), valid.sum(dim=0).to(kept.dtype)])  # [2, H]
+    if across is not None:
+        sums = across(sums)
+    mean = sums[0] / sums[1].clamp_min(1)  # [H]
     centred = torch.where(valid, kept - mean, torch.zeros_like(kept))
     losses = torch.nn.functional.huber_loss(centred, torch.zeros_like(centred), reduction="none")
-    return losses.sum() / valid.sum().clamp_min(1)
+    return losses.sum() * shares / sums[1].sum().clamp_min(1)

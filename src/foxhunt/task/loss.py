@@ -12,7 +12,9 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import torch
 from torch import Tensor, nn
+from torch.nn.parallel import DistributedDataParallel
 
 from foxhunt.batch import TFTBatch
 from foxhunt.errors import FoxhuntError
@@ -57,9 +59,27 @@ def batch_loss(
     volatility = out.log_volatility
     if range_weight and volatility is not None and batch.target_range is not None:
         assert batch.scale is not None  # the baseline output has checked it
-        ranged = range_loss(volatility.float(), batch.scale.float(), batch.target_range)
+        across, shares = _across_ranks(model)
+        ranged = range_loss(
+            volatility.float(), batch.scale.float(), batch.target_range,
+            across=across, shares=shares,
+        )  # fmt: skip
         loss = loss + range_weight * ranged
     return loss
+
+
+def _across_ranks(model: nn.Module) -> tuple[Callable[[Tensor], Tensor] | None, int]:
+    """(a sum over the data-parallel ranks, their number) when `model` is DDP-wrapped: the
+    range loss's batch mean is then the global batch's; else (None, 1)."""
+    if not isinstance(model, DistributedDataParallel):
+        return None, 1
+
+    def across(values: Tensor) -> Tensor:
+        values = values.clone()
+        torch.distributed.all_reduce(values, group=model.process_group)
+        return values
+
+    return across, torch.distributed.get_world_size(model.process_group)
 
 
 def loss_of(

@@ -114,6 +114,7 @@ def overfit_check(
         lr_schedule="constant",
         patience=0,
         weight_decay=0.0,
+        range_weight=0.0,  # it fits the loss it reads: memorizing, not learning volatility
     )
     diagnostics = TrainingDiagnostics(windows=len(subset))
     progress = StepProgress("overfit check", steps)
