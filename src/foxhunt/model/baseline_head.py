@@ -49,18 +49,9 @@ class BaselineQuantiles(nn.Module):
         z = self.z
         if self.log_spread is not None:
             z = z * self.log_spread.exp()  # [H, Q]
-        adjustment = self.log_adjustment(signal, log_scale)
-        if adjustment is not None:
-            scale = scale * adjustment.exp()  # [B, H]
-        return scale.unsqueeze(-1) * (z + correction)  # [B, H, Q]
-
-    def log_adjustment(self, signal: Tensor | None, log_scale: Tensor | None) -> Tensor | None:
-        """[B, H] (or [B, 1]) w . signal + s: the log of the forecast's volatility over the
-        base's; None when neither term is there."""
-        out = None
         if self.signal_weight is not None:
             assert signal is not None  # check_batch
-            out = (signal @ self.signal_weight).unsqueeze(-1)  # [B, 1]
+            scale = scale * (signal @ self.signal_weight).exp().unsqueeze(-1)  # [B, H]
         if log_scale is not None:
-            out = log_scale if out is None else out + log_scale  # [B, H]
-        return out
+            scale = scale * log_scale.exp()  # [B, H]
+        return scale.unsqueeze(-1) * (z + correction)  # [B, H, Q]

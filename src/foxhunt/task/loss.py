@@ -50,8 +50,8 @@ def batch_loss(
 ) -> Tensor:
     """Mean quantile loss of ``model`` on ``batch``, a scalar with its graph, plus
     ``range_weight`` x the range loss where the batch has its bars' ranges and the model a
-    volatility adjustment of its own (the "baseline" output's log scale; model/loss.py). The forward runs inside
-    ``autocast()`` when given; the loss is taken in float32 outside it."""
+    volatility adjustment of its own (the "baseline" output's log scale; model/loss.py). The
+    forward runs inside ``autocast()`` when given; the loss is taken in float32 outside it."""
     assert batch.target is not None, "training batches carry targets"
     scale = loss_scale(batch, weighting)  # before the forward: a bad setting fails at once
     with autocast() if autocast is not None else contextlib.nullcontext():
