@@ -11,7 +11,9 @@ default model on it (`--max-gap 10min`, flags after `--` passed on), and its met
 says: the TFT's mean quantile loss, the best baseline's, the oracle's from the bars (the
 bound) and from the latent state (the floor), the share of the gap between the best baseline
 and the bound that the TFT closed with its 95% day-block interval, the Diebold-Mariano
-p-value of the TFT against the best baseline (one-sided: the TFT better), whether the gate kept the initial weights, and the rank
+p-value of the TFT against the best baseline (one-sided: the TFT better), the TFT minus the best
+baseline with its 95% day-block interval (on the market with no driver the TFT must not be worse
+beyond it), whether the gate kept the initial weights, and the rank
 of each planted driver's inputs in their selection network. A run folder that already holds
 metrics.json is read back, not trained again.
 """
@@ -26,6 +28,9 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+import pandas as pd
 
 #: the inputs that show each driver, by selection network
 DRIVER_INPUTS = {
@@ -69,7 +74,33 @@ def ranks(metrics: dict[str, Any], market: str) -> dict[str, int | None]:
     return out
 
 
-def row(seed: int, metrics: dict[str, Any], market: str) -> str:
+def window_loss(frame: pd.DataFrame, prefix: str, levels: list[float]) -> np.ndarray:
+    """Each test row's quantile loss in bp: the pinball loss averaged over the levels (the
+    tables' mean QL is its mean)."""
+    y = frame["realized_bp"].to_numpy()
+    total = np.zeros(len(frame))
+    for level in levels:
+        e = y - frame[f"{prefix}q{level:g}"].to_numpy()
+        total += np.maximum(level * e, (level - 1) * e)
+    return total / len(levels)
+
+
+def difference(run: Path, best: str, resamples: int = 2000) -> str:
+    """TFT minus the best baseline, mean QL in bp, with its 95% day-block bootstrap interval
+    (the test rows resampled by New York day): the market with no driver's check."""
+    frame = pd.read_parquet(run / "test_forecasts.parquet")
+    levels = sorted(float(c[1:]) for c in frame.columns if c.startswith("q") and ":" not in c)
+    diff = window_loss(frame, "", levels) - window_loss(frame, f"{best}:", levels)
+    days = pd.DatetimeIndex(frame["origin"]).tz_convert("America/New_York").date
+    _, inverse = np.unique(days, return_inverse=True)
+    sums, counts = np.bincount(inverse, weights=diff), np.bincount(inverse)
+    draws = np.random.default_rng(0).integers(0, len(sums), size=(resamples, len(sums)))
+    means = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
+    low, high = np.quantile(means, [0.025, 0.975])
+    return f"{diff.mean():+.4f} [{low:+.4f}, {high:+.4f}]"
+
+
+def row(seed: int, metrics: dict[str, Any], market: str, run: Path) -> str:
     oracle = metrics["oracle"]
     best = oracle["best_baseline"]
     dm = metrics["differences"]["dm"].get(best, {})
@@ -88,6 +119,7 @@ def row(seed: int, metrics: dict[str, Any], market: str) -> str:
             else ""
         ),
         f"{p:.4f}",
+        difference(run, best),
         "yes" if metrics["training"].get("kept_initial") else "no",
         ", ".join(f"{k} {v}" for k, v in ranks(metrics, market).items()) or "-",
     ]
@@ -108,12 +140,13 @@ def main() -> None:
     print(f"# planted market {args.market!r}, {args.days} days; foxhunt train --max-gap 10min "
           f"{' '.join(args.extra)}; {cpu}, {time.strftime('%Y-%m-%d %H:%M')}")  # fmt: skip
     print("| seed | TFT | best baseline | oracle (bars) | oracle (latent) | gap closed | "
-          "DM p (TFT better) | kept initial | driver ranks |")  # fmt: skip
-    print("| --- | ---: | --- | ---: | ---: | ---: | ---: | --- | --- |")
+          "DM p (TFT better) | TFT - best [95%] | kept initial | driver ranks |")  # fmt: skip
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |")
     shares = []
     for seed in args.seeds:
         metrics = run_seed(args.runs, args.market, seed, args.days, args.extra)
-        print(row(seed, metrics, args.market), flush=True)
+        run = args.runs / f"{args.market}_{seed}"
+        print(row(seed, metrics, args.market, run), flush=True)
         shares.append(metrics["oracle"]["gap_closed"])
     print(f"\nmean gap closed over {len(shares)} seeds: {100 * sum(shares) / len(shares):.0f}%")
 
