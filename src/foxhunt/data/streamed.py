@@ -40,8 +40,8 @@ import numpy as np
 from foxhunt.data.config import DataConfig
 from foxhunt.data.dataset import baseline_tensors
 from foxhunt.data.encoded import EncodedFrame
-from foxhunt.data.features import Features, FeatureSpec, compute_features, parse_groups
-from foxhunt.data.features.fitting import constant_names, train_ranges
+from foxhunt.data.features import Features, FeatureSpec, parse_groups
+from foxhunt.data.features.fitting import constant_names
 from foxhunt.data.features.registry import GROUPS
 from foxhunt.data.fit import resolve_max_gap
 from foxhunt.data.footprint import check_symbol_fits
@@ -52,6 +52,7 @@ from foxhunt.data.scaling import StandardScaler, streamed_moments
 from foxhunt.data.store_entry import entry_metadata, stored_block, write_files
 from foxhunt.data.streamed_bars import SymbolBars, read_new_run
 from foxhunt.data.summary import DataSummary
+from foxhunt.data.symbol_inputs import SymbolJob, symbol_inputs
 from foxhunt.data.windows import SPLITS, warn_short_train
 from foxhunt.storage.staged import Staging
 
@@ -72,12 +73,6 @@ class Scratch:
         self.row_bytes = width * np.dtype(np.float32).itemsize
         with stage.errors():
             self.file = open(stage.path / SCRATCH, "w+b")  # noqa: SIM115 - closed by close()
-
-    def write(self, first: int, values: np.ndarray) -> None:
-        with self.stage.errors():
-            for lo in range(0, len(values), BLOCK_ROWS):
-                self.file.seek((first + lo) * self.row_bytes)
-                self.file.write(np.ascontiguousarray(values[lo : lo + BLOCK_ROWS]).data)
 
     def read(self, lo: int, hi: int, keep: np.ndarray) -> np.ndarray:
         """Rows [lo, hi), the columns `keep` selects."""
@@ -120,7 +115,8 @@ def write_streamed(stage: Staging, config: DataConfig, material: dict[str, Any])
     bars = read_new_run(stage.path, config, spec, config.lookback + config.horizon)
     source, ranges, cuts = bars.source, bars.ranges, bars.cuts
     longest = max(stop - first for first, stop in ranges)
-    check_symbol_fits(longest, len(bars.codes), bars.spec, source=source)
+    workers = min(config.prepare_workers, len(ranges))
+    check_symbol_fits(longest, len(bars.codes), bars.spec, source=source, workers=workers)
     raw = Scratch(stage, len(bars.codes), len(_all_names(bars.spec)))
     coded = _encode(raw, bars, ranges, config)
     bars.close()  # the bars' scratch files: every feature is computed
@@ -163,19 +159,27 @@ def _encode(raw: Scratch, bars: SymbolBars, ranges: Ranges, config: DataConfig) 
     width = raw.width
     returns = np.empty(rows)
     low, high = np.full(width, np.inf), np.full(width, -np.inf)
-    for code, (first, stop) in enumerate(ranges):
-        series = bars.series[first:stop]
-        part = compute_features(
-            bars.frame(code),
-            spec,
+    jobs = [
+        SymbolJob(
+            bars=bars.files[code],
+            first=first,
+            series=bars.series[first:stop],
+            train=train[first:stop],
+            spec=spec,
             timezone=bars.timezone,
-            symbol_codes=series - series[0],
+            scratch=raw.stage.path / SCRATCH,
+            width=width,
         )
-        raw.write(first, part.inputs)
-        returns[first:stop] = part.returns
-        part_low, part_high = train_ranges(part.inputs, train[first:stop])
-        low, high = np.fmin(low, part_low), np.fmax(high, part_high)
-        del part
+        for code, (first, stop) in enumerate(ranges)
+    ]
+    processes = set()
+    with raw.stage.errors():  # disk full: one line naming the store, from any worker
+        for done in symbol_inputs(jobs, config.prepare_workers):
+            returns[done.first : done.first + len(done.returns)] = done.returns
+            low, high = np.fmin(low, done.low), np.fmax(high, done.high)
+            processes.add(done.pid)
+    if config.prepare_workers > 1:
+        log.info("feature store: %d symbols computed in %d processes", len(jobs), len(processes))
     spec = replace(spec, dropped=constant_names(spec, low, high))
     keep = np.asarray([n not in spec.dropped for n in _all_names(spec)])
     finite = np.isfinite(returns)
