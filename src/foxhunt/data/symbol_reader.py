@@ -46,7 +46,8 @@ def symbol_chunks(config: DataConfig) -> Iterator[pd.DataFrame]:
         return
     dataset, expr, left = found
     column = config.symbol_column
-    values = [] if left.start or left.end else _symbol_values(dataset, expr, column, config)
+    after = left.start is not None or left.end is not None  # times filtered after reading
+    values = [] if after else _symbol_values(dataset, expr, column, config)
     if not values:  # no symbol column, times filtered after reading, or no bar: read whole
         yield load_frame(config)
         return
