@@ -85,6 +85,8 @@ BEFORE_FORMATS: dict[str, dict[str, Any]] = {
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "fields added before formats were numbered read as their value then",
               filled(BEFORE_FORMATS)),
+    Migration(2, "data.prepare_workers: feature stores were prepared in one process",
+              filled({"data": {"prepare_workers": 1}})),
 )  # fmt: skip
 
 #: the format config.json is written in today

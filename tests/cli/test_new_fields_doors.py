@@ -16,6 +16,7 @@ from foxhunt.training.config import TrainingConfig
 CASES = [  # (section, field, flag value, YAML value, API value, legacy value)
     ("data", "base", "ewma", "ewma", "ewma", "realized_vol"),
     ("training", "threads", "3", "3", 3, 0),
+    ("data", "prepare_workers", "2", "2", 2, 1),
 ]
 CLASSES = {"data": DataConfig, "training": TrainingConfig}
 
@@ -24,7 +25,7 @@ CLASSES = {"data": DataConfig, "training": TrainingConfig}
 def test_a_new_field_through_flag_yaml_api_and_config_json(
     tmp_path: Path, section: str, name: str, flag: str, yaml: str, api: object, legacy: object
 ) -> None:
-    by_flag = run_config(resolve(train_command(), [f"--{name}", flag])[1])
+    by_flag = run_config(resolve(train_command(), [f"--{name.replace('_', '-')}", flag])[1])
     path = tmp_path / "c.yaml"
     path.write_text(f"{section}:\n  {name}: {yaml}\n")
     by_yaml = run_config(resolve(train_command(), ["--config", str(path)])[1])

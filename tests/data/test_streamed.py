@@ -12,7 +12,7 @@ from test_feature_store import assert_same_windows, entries
 
 from foxhunt.data import DataConfig, prepare_data
 from foxhunt.data import footprint as footprint_module
-from foxhunt.data import streamed as streamed_module
+from foxhunt.data import symbol_inputs as inputs_module
 from foxhunt.data.features.base import Features
 from foxhunt.data.instruments import generate_instruments
 from foxhunt.data.pipeline import prepare_in_memory
@@ -49,13 +49,13 @@ def test_a_streamed_entry_equals_the_in_memory_preparation_bit_for_bit(
     bars: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[int] = []  # the symbols each feature computation was given
-    compute = streamed_module.compute_features
+    compute = inputs_module.compute_features
 
     def one_symbol(frame, spec, **kwargs):  # type: ignore[no-untyped-def]
         seen.append(frame["symbol"].nunique())
         return compute(frame, spec, **kwargs)
 
-    monkeypatch.setattr(streamed_module, "compute_features", one_symbol)
+    monkeypatch.setattr(inputs_module, "compute_features", one_symbol)
     memory = prepare_in_memory(config(bars, None))
     stored = prepare_data(config(bars, tmp_path))
     assert seen == [1] * len(SYMBOLS)  # never two symbols' matrix at once
@@ -101,7 +101,7 @@ def test_a_streamed_store_too_large_stops_before_computing(
     def never(*args: object, **kwargs: object) -> Features:
         raise AssertionError("computed the features")
 
-    monkeypatch.setattr(streamed_module, "compute_features", never)
+    monkeypatch.setattr(inputs_module, "compute_features", never)
     with pytest.raises(DataError, match=r"a symbol at a time needs about .* GB of memory"):
         prepare_data(config(bars, tmp_path))
     assert entries(tmp_path) == []
@@ -149,3 +149,22 @@ def test_contract_series_stream_bit_for_bit(tmp_path: Path) -> None:
     assert_same_windows(memory, stored)
     (entry,) = entries(tmp_path / "store")
     assert json.loads((entry / "manifest.json").read_text())["metadata"]["streamed"] is True
+
+
+def test_symbols_prepared_in_two_processes_give_the_serial_store(
+    bars: Path, tmp_path: Path, data_log: pytest.LogCaptureFixture
+) -> None:
+    two = ("CL", "ZN")
+    serial = prepare_data(config(bars, tmp_path / "serial", symbols=two))
+    parallel = prepare_data(config(bars, tmp_path / "parallel", symbols=two, prepare_workers=2))
+    assert "feature store: 2 symbols computed in 2 processes" in data_log.text
+    assert_same_windows(serial, parallel)
+    (a,), (b,) = entries(tmp_path / "serial"), entries(tmp_path / "parallel")
+    assert a.name == b.name  # the same key: the workers change nothing stored
+    files = sorted(f.name for f in a.iterdir())
+    assert files == sorted(f.name for f in b.iterdir())
+    for name in files:  # every array and JSON file byte for byte; the manifest's times differ
+        if name != "manifest.json":
+            assert (a / name).read_bytes() == (b / name).read_bytes(), name
+    with pytest.raises(ConfigError, match="prepare_workers"):
+        config(bars, None, prepare_workers=0)

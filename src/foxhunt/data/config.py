@@ -187,6 +187,9 @@ class DataConfig:
             are the in-memory ones bit for bit) or "float16" (half the disk and the reads;
             each input is the float32 value rounded to float16, a relative error of about
             2e-4 at the median, more for values near 0: docs/data.md). Needs feature_store.
+        prepare_workers: processes computing the symbols of a feature store prepared a
+            symbol at a time at once (1 = in this process; docs/data.md). Each holds one
+            symbol's matrix, so memory grows with it; the store is the same for any number.
         synthetic_market: the built-in bars when `path` is None: "planted" = a planted-signal
             market (data/planted/: volume spikes that lead volatility, a scheduled release on
             Tuesdays and Thursdays at 10:00, a hidden volatility regime that shifts volume,
@@ -225,6 +228,7 @@ class DataConfig:
     base: Base = "realized_vol"
     feature_store: str | None = None
     feature_store_dtype: StoreDtype = "float32"
+    prepare_workers: int = setting(1, range=Range(1, 256))
     synthetic_market: SyntheticMarket = "planted"
     synthetic_days: int = setting(120, range=Range(1, 10_000))
     synthetic_seed: int = setting(0, range=SEED)

@@ -67,11 +67,13 @@ def check_matrix_fits(rows: int, spec: FeatureSpec, *, source: str, store: str |
     )
 
 
-def check_symbol_fits(longest: int, rows: int, spec: FeatureSpec, *, source: str) -> None:
+def check_symbol_fits(
+    longest: int, rows: int, spec: FeatureSpec, *, source: str, workers: int = 1
+) -> None:
     """DataError (exit 2) before the features are computed when a store prepared a symbol at
-    a time will not fit: the `longest` symbol's matrix beside every one of `rows` bars'
-    vectors."""
-    need = matrix_bytes(longest, spec) + rows * STREAMED_ROW_BYTES
+    a time will not fit: the `longest` symbol's matrix (in each of `workers` processes)
+    beside every one of `rows` bars' vectors."""
+    need = workers * matrix_bytes(longest, spec) + rows * STREAMED_ROW_BYTES
     available = available_bytes()
     if need <= available:
         return

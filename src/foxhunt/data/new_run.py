@@ -35,10 +35,14 @@ class NewRunBars:
     timezone: str
 
 
-def row_splits(times_ns: np.ndarray, config: DataConfig) -> tuple[np.ndarray, np.ndarray]:
-    """The two split times and each row's split code (0 train, 1 validation, 2 test)."""
+def row_splits(
+    times_ns: np.ndarray, config: DataConfig, cuts: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The two split times and each row's split code (0 train, 1 validation, 2 test);
+    `cuts`: the split times of all the bars, when `times_ns` are some of them (or known)."""
     if config.split is None:
-        cuts = split_cuts(times_ns, config.val_fraction, config.test_fraction)
+        if cuts is None:
+            cuts = split_cuts(times_ns, config.val_fraction, config.test_fraction)
         return cuts, split_codes(times_ns, cuts)
     bounds = config.split.bounds_ns()  # a walk-forward fold: explicit bounds, rows outside unused
     cuts = np.asarray([bounds[1], bounds[3]], dtype=np.int64)

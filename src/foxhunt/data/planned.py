@@ -52,11 +52,13 @@ def plan_windows(
     preprocessor: Preprocessor | None,
     *,
     scaler: StandardScaler | None = None,
+    cuts: np.ndarray | None = None,
 ) -> Planned:
     """Windows and fitted preprocessing of `bars`; `scaler`: the input scaler, when it was
-    fitted already (streamed.py fits it a symbol at a time)."""
+    fitted already, `cuts`: the split times, when they are known (streamed.py fits both a
+    symbol at a time)."""
     encoded, spec = bars.encoded, bars.spec
-    cuts, splits = row_splits(encoded.times_ns, config)
+    cuts, splits = row_splits(encoded.times_ns, config, cuts)
     row_symbols = np.asarray(bars.symbols.categories, dtype=object)[encoded.symbol_codes]
     clock_ns = gap_clock(encoded.times_ns, spec.calendar, config.cross_breaks, row_symbols)
     index = index_windows(

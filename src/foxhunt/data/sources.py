@@ -223,6 +223,27 @@ def _check_not_empty(frame: pd.DataFrame, bounds: RowFilter, source: str) -> Non
         )
 
 
+def parquet_filter(
+    path: str | Path,
+    *,
+    timezone: str | None,
+    timestamp_column: str | None,
+    symbol_column: str,
+    bounds: RowFilter,
+) -> tuple[pads.Dataset, pads.Expression | None, RowFilter] | None:
+    """The Parquet dataset behind `path`, the filter `read_source` pushes down to it and what
+    it leaves to filter after reading; None for a CSV file."""
+    files = source_files(path)
+    if not files[0].name.lower().endswith(PARQUET_SUFFIXES):
+        return None
+    if len(files) > 1:
+        _check_schemas(files, str(path))
+    dataset = _dataset(files, str(path))
+    ts = _timestamp_field(dataset.schema, timestamp_column)
+    expr, left = _expression(dataset.schema, bounds, ts, symbol_column, timezone)
+    return dataset, expr, left
+
+
 def read_source(
     path: str | Path,
     *,
@@ -230,8 +251,10 @@ def read_source(
     timestamp_column: str | None = None,
     symbol_column: str = "symbol",
     bounds: RowFilter | None = None,
+    only: pads.Expression | None = None,
 ) -> pd.DataFrame:
-    """The bars of a file, folder or glob, normalized (not yet validated) and filtered."""
+    """The bars of a file, folder or glob, normalized (not yet validated) and filtered;
+    `only`: a Parquet filter on the stored columns too (data/symbol_reader.py: one symbol)."""
     bounds = bounds or RowFilter()
     source = str(path)
     files = source_files(path)
@@ -242,7 +265,8 @@ def read_source(
     }
     one_file = len(files) == 1 and not is_glob(path) and not Path(path).is_dir()
     csv = not files[0].name.lower().endswith(PARQUET_SUFFIXES)
-    if one_file and (bounds.empty or csv):  # the reader of one file, filtered after reading
+    # the reader of one file, filtered after reading
+    if one_file and ((bounds.empty and only is None) or csv):
         frame = apply_filter(read_normalized(files[0], **kwargs), bounds)
         _check_not_empty(frame, bounds, source)
         return frame
@@ -251,6 +275,8 @@ def read_source(
     dataset = _dataset(files, source)
     ts = _timestamp_field(dataset.schema, timestamp_column)
     expr, left = _expression(dataset.schema, bounds, ts, symbol_column, timezone)
+    if only is not None:
+        expr = only if expr is None else expr & only
     try:
         table = dataset.to_table(filter=expr)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OSError) as exc:

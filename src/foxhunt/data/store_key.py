@@ -6,7 +6,8 @@
   a stale store would train on the old features silently, so the bytes are read once. The
   synthetic bars are named by their settings (and the code that generates them, below);
 - every data setting but those that do not change the prepared arrays (the store's own
-  place, the bars' path, which the content replaces, and `base`, applied after);
+  place, the bars' path, which the content replaces, `base`, applied after, and the
+  processes preparing it);
 - a resumed run's fitted preprocessor (its scalers, not refitted ones, scale the inputs);
 - the feature code: the source of every module of `foxhunt.data`, so an upgrade that
   changes how a feature is computed never reads a store made by the old one (a comment
@@ -34,7 +35,7 @@ from foxhunt.storage.staged import file_sha256
 STORE_FORMAT = 2  # 2: each bar's log range (ranges.npy)
 KEY_CHARS = 24  # 96 bits of the SHA-256
 #: settings that do not change the prepared arrays
-UNKEYED = ("feature_store", "path", "base")
+UNKEYED = ("feature_store", "path", "base", "prepare_workers")
 
 
 def bars_fingerprint(path: Path | None) -> list[list[Any]] | None:

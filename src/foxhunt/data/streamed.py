@@ -1,9 +1,10 @@
 """A feature store entry prepared a symbol at a time (issue 41): the input matrix is never
 held whole. Bit for bit the entry the in-memory preparation writes (tests/data/test_streamed.py).
 
-1. The bars are read, validated and the feature state fitted on the training rows, as in
-   memory (`new_run.fit_new_run`): the bars and the [N] vectors (times, codes, returns,
-   the windows' and the base volatility's) stay in memory, about 0.3 KB a bar.
+1. The bars are read and validated a symbol at a time into scratch files, and the feature
+   state fitted on each symbol's training rows (`streamed_bars.read_new_run`: the numbers
+   of `new_run.fit_new_run` on the whole frame, which is never held); the [N] vectors
+   (times, codes, high and low, returns, the windows' and the base volatility's) stay.
 2. Each symbol's features are computed alone (`compute_features` on its rows; every
    feature is causal and kept inside its series, so a symbol alone gives its rows of the
    whole-frame matrix) into a scratch file of the entry, `raw.f32`, unscaled; the
@@ -14,8 +15,9 @@ held whole. Bit for bit the entry the in-memory preparation writes (tests/data/t
 4. The windows and the rest of the preprocessor are fitted on the [N] vectors
    (`planned.plan_windows`), and the inputs scaled block by block into `inputs.npy`.
 
-Memory: one symbol's matrix and its groups' temporaries (about 1.4 KB a bar at the tft-225
-groups) besides step 1's vectors, so it grows with the longest symbol, not the data. Row
+Memory: one symbol's bars, or its matrix and its groups' temporaries (about 1.4 KB a bar at
+the tft-225 groups), besides the [N] vectors (about 0.1 KB a bar), so it grows with the
+longest symbol and slowly with the data. Row
 blocks within a series are not streamed: the groups' rolling sums are differences of one
 cumulative sum over the series (`bars.Rolling`), pandas' rolling std and EWMs carry their
 running state from the series' first row, so a block started later with only a window of
@@ -28,30 +30,29 @@ run's preprocessor.
 
 from __future__ import annotations
 
-import itertools
 import logging
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from foxhunt.data.config import DataConfig
 from foxhunt.data.dataset import baseline_tensors
 from foxhunt.data.encoded import EncodedFrame
-from foxhunt.data.features import Features, FeatureSpec, compute_features, parse_groups
-from foxhunt.data.features.fitting import constant_names, train_ranges
+from foxhunt.data.features import Features, FeatureSpec, parse_groups
+from foxhunt.data.features.fitting import constant_names
 from foxhunt.data.features.registry import GROUPS
 from foxhunt.data.fit import resolve_max_gap
 from foxhunt.data.footprint import check_symbol_fits
-from foxhunt.data.new_run import NewRunBars, fit_new_run, row_splits
-from foxhunt.data.pipeline import load_frame
+from foxhunt.data.new_run import row_splits
 from foxhunt.data.planned import EncodedBars, Planned, plan_windows, summarize
 from foxhunt.data.preprocess import Preprocessor
 from foxhunt.data.scaling import StandardScaler, streamed_moments
 from foxhunt.data.store_entry import entry_metadata, stored_block, write_files
+from foxhunt.data.streamed_bars import SymbolBars, read_new_run
 from foxhunt.data.summary import DataSummary
+from foxhunt.data.symbol_inputs import SymbolJob, symbol_inputs
 from foxhunt.data.windows import SPLITS, warn_short_train
 from foxhunt.storage.staged import Staging
 
@@ -72,12 +73,6 @@ class Scratch:
         self.row_bytes = width * np.dtype(np.float32).itemsize
         with stage.errors():
             self.file = open(stage.path / SCRATCH, "w+b")  # noqa: SIM115 - closed by close()
-
-    def write(self, first: int, values: np.ndarray) -> None:
-        with self.stage.errors():
-            for lo in range(0, len(values), BLOCK_ROWS):
-                self.file.seek((first + lo) * self.row_bytes)
-                self.file.write(np.ascontiguousarray(values[lo : lo + BLOCK_ROWS]).data)
 
     def read(self, lo: int, hi: int, keep: np.ndarray) -> np.ndarray:
         """Rows [lo, hi), the columns `keep` selects."""
@@ -111,28 +106,27 @@ def why_not_streamed(config: DataConfig, preprocessor: Preprocessor | None) -> s
 def write_streamed(stage: Staging, config: DataConfig, material: dict[str, Any]) -> dict[str, Any]:
     """Prepare `config`'s bars a symbol at a time into `stage`: the files `write_entry`
     writes of the same bars in memory; the manifest's metadata."""
-    frame = load_frame(config)
-    source = str(frame.attrs.get("source", config.path))
     spec = FeatureSpec(
         config.volatility_windows,
         config.observed_columns,
         config.known_columns,
         groups=parse_groups(config.feature_groups),
     )
-    bars = fit_new_run(frame, config, spec, source, config.lookback + config.horizon)
-    del frame
-    ranges = _symbol_rows(bars.codes, len(bars.symbols.categories))
+    bars = read_new_run(stage.path, config, spec, config.lookback + config.horizon)
+    source, ranges, cuts = bars.source, bars.ranges, bars.cuts
     longest = max(stop - first for first, stop in ranges)
-    check_symbol_fits(longest, len(bars.codes), bars.spec, source=source)
+    workers = min(config.prepare_workers, len(ranges))
+    check_symbol_fits(longest, len(bars.codes), bars.spec, source=source, workers=workers)
     raw = Scratch(stage, len(bars.codes), len(_all_names(bars.spec)))
     coded = _encode(raw, bars, ranges, config)
-    del bars  # the OHLCV columns: every feature is computed
+    bars.close()  # the bars' scratch files: every feature is computed
+    del bars
     keep = np.asarray([n not in coded.spec.dropped for n in _all_names(coded.spec)])
     encoded = coded.encoded
     names = (*coded.spec.observed_names, *coded.spec.known_names)
-    train = row_splits(encoded.times_ns, config)[1] == 0
+    train = row_splits(encoded.times_ns, config, cuts)[1] == 0
     scaler = _fit_scaler(raw, keep, train & encoded.finite, ranges, names)
-    plan = plan_windows(coded, config, source, None, scaler=scaler)
+    plan = plan_windows(coded, config, source, None, scaler=scaler, cuts=cuts)
     scaler, dtype = plan.preprocessor.scaler, config.feature_store_dtype
     _write_inputs(stage, raw, keep, scaler, encoded.symbol_codes, ranges, dtype)
     raw.close()
@@ -149,12 +143,6 @@ def _all_names(spec: FeatureSpec) -> tuple[str, ...]:
     return (*full.observed_names, *full.known_names)
 
 
-def _symbol_rows(codes: np.ndarray, symbols: int) -> Ranges:
-    """Each symbol code's [first, stop) rows (codes are non-decreasing)."""
-    edges = np.searchsorted(codes, np.arange(symbols + 1)).tolist()
-    return list(itertools.pairwise(edges))
-
-
 def _blocks(ranges: Ranges) -> Iterator[tuple[int, int]]:
     """[lo, hi) blocks of at most BLOCK_ROWS rows, never across two symbols."""
     for first, stop in ranges:
@@ -162,38 +150,43 @@ def _blocks(ranges: Ranges) -> Iterator[tuple[int, int]]:
             yield lo, min(lo + BLOCK_ROWS, stop)
 
 
-def _encode(raw: Scratch, bars: NewRunBars, ranges: Ranges, config: DataConfig) -> EncodedBars:
+def _encode(raw: Scratch, bars: SymbolBars, ranges: Ranges, config: DataConfig) -> EncodedBars:
     """Each symbol's unscaled inputs into `raw`; the bars' [N] vectors and
     the spec less the inputs constant on the training rows, as `pipeline._encode_new_run`."""
     spec, rows = bars.spec, len(bars.codes)
-    times = pd.DatetimeIndex(bars.frame["timestamp"])
-    train = row_splits(times.as_unit("ns").asi8, config)[1] == 0
+    times = bars.times
+    train = row_splits(times.as_unit("ns").asi8, config, bars.cuts)[1] == 0
     width = raw.width
     returns = np.empty(rows)
     low, high = np.full(width, np.inf), np.full(width, -np.inf)
-    for first, stop in ranges:
-        series = bars.series[first:stop]
-        part = compute_features(
-            bars.frame.iloc[first:stop],
-            spec,
+    jobs = [
+        SymbolJob(
+            bars=bars.files[code],
+            first=first,
+            series=bars.series[first:stop],
+            train=train[first:stop],
+            spec=spec,
             timezone=bars.timezone,
-            symbol_codes=series - series[0],
+            scratch=raw.stage.path / SCRATCH,
+            width=width,
         )
-        raw.write(first, part.inputs)
-        returns[first:stop] = part.returns
-        part_low, part_high = train_ranges(part.inputs, train[first:stop])
-        low, high = np.fmin(low, part_low), np.fmax(high, part_high)
-        del part
+        for code, (first, stop) in enumerate(ranges)
+    ]
+    processes = set()
+    with raw.stage.errors():  # disk full: one line naming the store, from any worker
+        for done in symbol_inputs(jobs, config.prepare_workers):
+            returns[done.first : done.first + len(done.returns)] = done.returns
+            low, high = np.fmin(low, done.low), np.fmax(high, done.high)
+            processes.add(done.pid)
+    if config.prepare_workers > 1:
+        log.info("feature store: %d symbols computed in %d processes", len(jobs), len(processes))
     spec = replace(spec, dropped=constant_names(spec, low, high))
     keep = np.asarray([n not in spec.dropped for n in _all_names(spec)])
     finite = np.isfinite(returns)
     for lo, hi in _blocks(ranges):
         finite[lo:hi] &= np.isfinite(raw.read(lo, hi, keep)).all(axis=1)
-    # the source the errors name, and the high and low the range loss's targets come from
-    frame = bars.frame[["high", "low"]].copy()
-    frame.attrs.update(bars.frame.attrs)
     encoded = EncodedFrame(
-        frame=frame,
+        frame=bars.high_low,  # the source the errors name; the range loss's targets
         times=times,
         times_ns=times.as_unit("ns").asi8,
         symbol_codes=bars.codes,

@@ -34,6 +34,12 @@ def split_cuts(times_ns: np.ndarray, val_fraction: float, test_fraction: float) 
     fraction 0 starts at NO_CUT (never).
     """
     distinct = np.sort(pd.unique(times_ns))  # hashing beats np.unique's sort of all rows
+    return distinct_cuts(distinct, val_fraction, test_fraction)
+
+
+def distinct_cuts(distinct: np.ndarray, val_fraction: float, test_fraction: float) -> np.ndarray:
+    """`split_cuts` of the sorted distinct timestamps `distinct` (streamed.py gathers them
+    a symbol at a time)."""
     n = len(distinct)
     n_test = round(n * test_fraction)
     n_val = round(n * val_fraction)

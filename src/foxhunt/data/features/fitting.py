@@ -40,7 +40,11 @@ def volume_profile(
 
 
 def check_groups(
-    spec: FeatureSpec, *, series_codes: np.ndarray, contract_column: str | None
+    spec: FeatureSpec,
+    *,
+    series_codes: np.ndarray,
+    contract_column: str | None,
+    longest: int | None = None,
 ) -> None:
     """What the chosen groups need of the bars (ConfigError naming DataConfig.feature_groups):
     a contract column for `expiry`, series longer than every window. `train` checks it before
@@ -51,7 +55,8 @@ def check_groups(
             "have no contract column; add one (contract or expiry, or --contract-column NAME) "
             "or leave the group out"
         )
-    longest = int(np.bincount(series_codes).max())
+    if longest is None:  # the longest series (given: `series_codes` are some of them)
+        longest = int(np.bincount(series_codes).max())
     for column in spec.columns():
         if column.window is not None and column.window >= longest:
             raise ConfigError(
@@ -70,12 +75,14 @@ def fit_feature_state(
     timezone: str,
     spacing_ns: int,
     contract_column: str | None = None,
+    longest: int | None = None,
 ) -> FeatureSpec:
     """`spec` with its state fitted on the rows where `train` is set (no state without groups);
-    `contract_column` is the frame's contract column (None: it has none)."""
+    `contract_column` is the frame's contract column (None: it has none); `longest`: the
+    longest series of all the bars when `frame` is one symbol's (`merge_states`)."""
     if not spec.groups:
         return spec
-    check_groups(spec, series_codes=series_codes, contract_column=contract_column)
+    check_groups(spec, series_codes=series_codes, contract_column=contract_column, longest=longest)
     state = replace(spec, session_gap_ns=int(SESSION_GAP_FACTOR * spacing_ns))
     if spec.reads_contracts:
         state = replace(state, contract_column=contract_column)
@@ -90,6 +97,19 @@ def fit_feature_state(
     if spec.static_names:
         state = replace(state, instrument=instrument_descriptors(frame, series_codes, train))
     return state
+
+
+def merge_states(spec: FeatureSpec, states: list[FeatureSpec]) -> FeatureSpec:
+    """The state `fit_feature_state` fits on all the bars, from its fits on each symbol's
+    (in symbol order): the per-symbol tables joined, the rest alike in every one."""
+    if not spec.groups or not states:
+        return spec
+    merged = states[0]
+    if any(g.fitted for g, _ in spec.observed_groups):
+        merged = replace(merged, volume_profile=sum((s.volume_profile for s in states), ()))
+    if spec.static_names:
+        merged = replace(merged, instrument=sum((s.instrument for s in states), ()))
+    return merged
 
 
 def instrument_descriptors(
