@@ -20,7 +20,8 @@ from foxhunt.runs.checks import read_preprocessor
 from foxhunt.serving import load_run
 from helpers import TINY_CLI
 
-SMALL = [*TINY_CLI, "--max-steps-per-epoch", "5", "--seed", "3", "--epochs", "1"]
+# no HTML report: its charts cost seconds a run, and nothing here reads it
+SMALL = [*TINY_CLI, "--max-steps-per-epoch", "5", "--seed", "3", "--epochs", "1", "--no-report"]
 CHOICES = "auto, realized_vol, ewma, har, garch_t"
 LEGACY_RUN = Path(__file__).parents[1] / "quant" / "legacy_qat_run"
 

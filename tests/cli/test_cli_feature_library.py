@@ -26,6 +26,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     generate_bars(days=6, seed=2, symbols=("ES", "NQ")).to_parquet(bars)
     args = ["train", "--parquet-file", str(bars), *TINY_CLI, "--calendar", "none"]
     args += ["--feature-groups", GROUPS, "--max-steps-per-epoch", "3", "--epochs", "1"]
+    args.append("--no-report")  # the HTML report's charts cost seconds; nothing here reads it
     with contextlib.redirect_stdout(io.StringIO()):
         assert main([*args, "--output-dir", str(root / "run")]) == 0
     return root / "run", bars

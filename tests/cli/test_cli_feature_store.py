@@ -11,7 +11,9 @@ from foxhunt.cli import main
 from foxhunt.data import footprint
 from helpers import SYNTHETIC_CLI, TINY_CLI
 
+# no HTML report: its charts cost seconds a run, and these tests read the store and weights
 SMALL = [*SYNTHETIC_CLI, *TINY_CLI, "--max-steps-per-epoch", "4", "--seed", "3", "--epochs", "1"]
+SMALL += ["--no-report"]
 
 
 def error_lines(err: str) -> list[str]:

@@ -117,7 +117,7 @@ def test_train_writes_test_forecasts(trained: Path, bars_file: Path) -> None:
 
 
 def test_resume_via_cli_matches_straight_run(tmp_path: Path, bars_file: Path) -> None:
-    base = ["train", "--parquet-file", str(bars_file), *SMALL]
+    base = ["train", "--parquet-file", str(bars_file), *SMALL, "--no-report"]  # weights only
     assert main([*base, "--epochs", "2", "--output-dir", str(tmp_path / "straight")]) == 0
     assert main([*base, "--epochs", "1", "--output-dir", str(tmp_path / "split")]) == 0
     assert main([*base, "--epochs", "2", "--resume", str(tmp_path / "split")]) == 0
@@ -151,6 +151,7 @@ def test_train_predict_evaluate_report_with_the_baseline_output(
     args = ["train", "--parquet-file", str(bars_file), *SMALL, "--epochs", "2"]
     flags = ["--output", "baseline", "--learn-spread", "--loss-weighting", "inverse_scale"]
     flags.append("--no-calibrate")  # so the initial weights are the plain baseline
+    flags.append("--no-report")  # the `report` command below renders it (charts cost seconds)
     assert main([*args, *flags, "--validate-initial", "--output-dir", str(run)]) == 0
     config = json.loads((run / "config.json").read_text())
     assert config["model"]["output"] == "baseline" and config["model"]["learn_spread"]

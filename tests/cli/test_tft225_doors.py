@@ -30,7 +30,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("tft225")
     bars = root / "bars.parquet"
     calendar_bars("2026-01-05", "2026-02-06").to_parquet(bars)  # 24 CME sessions of 5-min bars
-    args = ["train", "--parquet-file", str(bars), "--preset", "tft-225", *TINY_CLI]
+    args = ["train", "--parquet-file", str(bars), "--preset", "tft-225", *TINY_CLI, "--no-report"]
     _main([*args, "--max-steps-per-epoch", "3", "--epochs", "1", "--output-dir", str(root / "run")])
     _main(["export", str(root / "run"), "--onnx"])
     return root / "run", bars
