@@ -1,0 +1,71 @@
+"""One test per failure class the second sweep of issue 42's doors found: `foxhunt diagnose`,
+`train --diagnostics`, the range loss and the kernels' build folder
+(benchmarks/_sweep_cases2.py; docs/reliability.md, section 9)."""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+from torch.utils import cpp_extension
+
+from foxhunt import build_lock, cpp_kernels
+from foxhunt.data import feature_store
+from foxhunt.errors import ConfigError
+from foxhunt.storage.staged import open_complete, staging
+
+
+@pytest.mark.parametrize("value", ["inf", "Infinity", "-inf", "nan"])
+def test_a_build_timeout_that_never_ends_is_refused(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    """`FOXHUNT_KERNEL_BUILD_TIMEOUT=inf` was accepted: a wait that is never given up."""
+    monkeypatch.setenv(build_lock.TIMEOUT_ENV, value)
+    with pytest.raises(ConfigError, match=f"{build_lock.TIMEOUT_ENV}=.*finite"):
+        build_lock.timeout()
+    monkeypatch.setenv(build_lock.TIMEOUT_ENV, "1e6")
+    assert build_lock.timeout() == 1e6
+
+
+def test_a_store_entry_without_a_required_file_is_damaged(tmp_path: Path) -> None:
+    """An entry whose manifest lists no ranges.npy (checksums redone, or an older writer's)
+    was read as it stood: the run trained without the range loss, unsaid."""
+    with staging(tmp_path, "k", hint="") as stage:
+        stage.save("inputs.npy", np.arange(4.0))
+        stage.finalize({"rows": 4})
+    assert open_complete(tmp_path, "k", ("inputs.npy",)) is not None
+    assert open_complete(tmp_path, "k", ("inputs.npy", "ranges.npy")) is None
+    assert not (tmp_path / "k").exists()  # removed: prepared again
+    assert "ranges.npy" in feature_store.REQUIRED
+
+
+def test_a_damaged_cached_kernel_is_built_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A truncated module in the build folder (newer than its sources: ninja keeps it) failed
+    to import on every run, falling back to ATen with advice to install a compiler."""
+    folder = tmp_path / "foxhunt_grn_cells_abc"
+    folder.mkdir()
+    library = folder / f"{folder.name}.so"
+    library.write_bytes(b"\x7fELF truncated")
+    module = types.ModuleType(folder.name)
+    calls = []
+
+    def load(**kwargs: object) -> types.ModuleType:
+        calls.append(library.exists())
+        if library.exists():
+            raise ImportError(f"{library}: file too short")
+        return module
+
+    monkeypatch.setattr(cpp_extension, "load", load)
+    assert cpp_kernels._compile(folder, folder / "src" / "k.cpp", []) is module
+    assert calls == [True, False]  # removed, then built
+
+    def broken(**kwargs: object) -> types.ModuleType:
+        raise ImportError("undefined symbol")  # no module file: not ours to remove
+
+    monkeypatch.setattr(cpp_extension, "load", broken)
+    with pytest.raises(ImportError):
+        cpp_kernels._compile(folder, folder / "src" / "k.cpp", [])
