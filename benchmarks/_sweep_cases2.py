@@ -106,13 +106,13 @@ def out_dir_full(work: Path) -> None:
     """A 64 KiB tmpfs at d/, filled but for a few bytes."""
     files(P1)(work)
     mounts.tmpfs(work / "d", "64k")
-    with open(work / "d" / "filler", "wb") as f:
-        try:
+    try:
+        with open(work / "d" / "filler", "wb") as f:
             while True:
                 f.write(b"x" * 4096)
                 f.flush()
-        except OSError:
-            pass
+    except OSError:  # full, as wanted
+        pass
 
 
 def diagnose_cases() -> list[Case]:

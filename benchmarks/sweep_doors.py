@@ -197,6 +197,7 @@ def main() -> int:
         "--only", default="", help="run the cases whose door starts so (a comma-separated list)"
     )
     parser.add_argument("--case", default="", help="run the cases whose name holds this")
+    parser.add_argument("--start", default="", help="skip the cases before the first so named")
     parser.add_argument("--json", type=Path, help="write the verdicts here too")
     parser.add_argument("--src", type=Path, default=REPO / "src", help="foxhunt's source")
     parser.add_argument("--keep", action="store_true", help="keep the cases' folders")
@@ -210,6 +211,9 @@ def main() -> int:
         for case in [*CASES, *CASES2]:
             if not case.door.startswith(tuple(args.only.split(","))) or args.case not in case.name:
                 continue
+            if args.start and args.start not in case.name:
+                continue
+            args.start = ""  # found: every case from here on
             outcome = run_case(case, root, env)
             outcomes.append(outcome)
             print(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import types
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,6 +16,8 @@ from foxhunt import build_lock, cpp_kernels
 from foxhunt.data import feature_store
 from foxhunt.errors import ConfigError
 from foxhunt.storage.staged import open_complete, staging
+from foxhunt.training.config import TrainingConfig
+from foxhunt.training.diagnose_config import DiagnoseConfig
 
 
 @pytest.mark.parametrize("value", ["inf", "Infinity", "-inf", "nan"])
@@ -69,3 +72,19 @@ def test_a_damaged_cached_kernel_is_built_again(
     monkeypatch.setattr(cpp_extension, "load", broken)
     with pytest.raises(ImportError):
         cpp_kernels._compile(folder, folder / "src" / "k.cpp", [])
+
+
+@pytest.mark.parametrize(
+    ("make", "field"),
+    [
+        (lambda: DiagnoseConfig(lr_range_end=1e300), "lr_range_end"),
+        (lambda: DiagnoseConfig(overfit_lr=1e39), "overfit_lr"),
+        (lambda: TrainingConfig(lr=1e300), "lr"),
+    ],
+)
+def test_a_learning_rate_beyond_what_adamw_can_apply_is_refused(make: Any, field: str) -> None:
+    """`diagnose --lr-range-end 1e300` ended in `internal error: RuntimeError: value cannot be
+    converted to type float without overflow` once the range test reached float32's limit."""
+    with pytest.raises(ConfigError, match=rf"\b{field}\b.*1e\+06"):
+        make()
+    DiagnoseConfig(lr_range_end=1e6, overfit_lr=1e6)  # the ceiling itself trains (diverges)
