@@ -150,8 +150,11 @@ def diagnose_cases() -> list[Case]:
         diagnose(
             "--overfit-windows 100000 on 4 days (all of them)", ["--overfit-windows", "100000"]
         ),
-        diagnose("--overfit-lr 1e30 (diverges)", ["--overfit-lr", "1e30"]),
-        diagnose("--lr-range-end 1e300", ["--lr-range-end", "1e300", "--lr-range-steps", "6"]),
+        diagnose("--overfit-lr 1e6 (diverges)", ["--overfit-lr", "1e6"]),
+        diagnose("--overfit-lr 1e300", ["--overfit-lr", "1e300"], "refuse", "--overfit-lr"),
+        diagnose("--lr-range-end 1e300", ["--lr-range-end", "1e300"], "refuse", "--lr-range-end"),
+        diagnose("--lr-range-end 1e6", ["--lr-range-end", "1e6", "--lr-range-steps", "6"]),
+        diagnose("--lr 1e300 (the overfit check's)", ["--lr", "1e300"], "refuse", "--lr"),
         diagnose("--lr-range-steps 2", ["--lr-range-steps", "2"]),
         diagnose(
             "start above end",
@@ -238,7 +241,13 @@ def diagnose_cases() -> list[Case]:
                 P1, then=rewrite_bars(lambda f: f.assign(close=f["close"].where(f.index != 50)))
             ),
         ),
-        diagnose("every bar flat (no range, no return)", [], setup=files(P1, then=flat_train)),
+        diagnose(
+            "every bar flat (no range, no return)",
+            [],
+            "ok",
+            "nothing to fit",
+            setup=files(P1, then=flat_train),
+        ),
         diagnose(
             "YAML diagnose.overfit_steps a word",
             ["--config", "c.yaml"],
@@ -270,6 +279,8 @@ def diagnostics_cases() -> list[Case]:
     slow = [*TRAIN, "--parquet-file", P1, *diag, "--output-dir", "run"]
     slow[slow.index("--epochs") + 1] = "3"
     slow[slow.index("--max-steps-per-epoch") + 1] = "6"
+    slow_resume = [*slow, "--resume", "run"]  # the run's own settings: a resume keeps them
+    off = nothing_left(P1, P1 + SIDE)
     return [
         trained("on", diag, check=keys),
         trained(
@@ -278,6 +289,25 @@ def diagnostics_cases() -> list[Case]:
             "refuse",
             "diagnostics",
             check=nothing_left(P1, P1 + SIDE),
+        ),
+        trained("--diagnostics=0", ["--diagnostics=0"], "refuse", "--diagnostics", check=off),
+        trained("--diagnostics 0", ["--diagnostics", "0"], "refuse", "--diagnostics", check=off),
+        trained(
+            "--diagnostics=no",
+            ["--diagnostics=no"],
+            check=lambda w, r: (
+                ("silent-wrong", "diagnostics recorded")
+                if "grad_norm/" in (w / "run" / "history.jsonl").read_text()
+                else None
+            ),
+        ),
+        trained(
+            "--overwrite=0 on a run",
+            [*diag, "--overwrite=0"],
+            "refuse",
+            "--overwrite",
+            setup=files(P1, "run"),
+            keep=("run",),
         ),
         trained("with --qat", [*diag, "--qat", "true"], check=keys),
         trained("with --checkpointing full", [*diag, "--checkpointing", "full"], check=keys),
@@ -295,7 +325,7 @@ def diagnostics_cases() -> list[Case]:
             "ok",
             setup=files(P1),
             kill_when=lambda w: any((w / "run" / "checkpoints").glob("*")),
-            rerun=resume,
+            rerun=slow_resume,
             check=keys,
             timeout=400,
         ),

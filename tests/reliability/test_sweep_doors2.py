@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 import types
 from pathlib import Path
 from typing import Any
@@ -13,11 +15,16 @@ import pytest
 from torch.utils import cpp_extension
 
 from foxhunt import build_lock, cpp_kernels
+from foxhunt.cli.resolve import parsed
+from foxhunt.cli.train import command as train_command
 from foxhunt.data import feature_store
-from foxhunt.errors import ConfigError
+from foxhunt.errors import ConfigError, UsageError
+from foxhunt.jobs.diagnose import Diagnosis, summary
 from foxhunt.storage.staged import open_complete, staging
 from foxhunt.training.config import TrainingConfig
 from foxhunt.training.diagnose_config import DiagnoseConfig
+from foxhunt.training.lr_range import LRRange
+from foxhunt.training.overfit import OverfitResult
 
 
 @pytest.mark.parametrize("value", ["inf", "Infinity", "-inf", "nan"])
@@ -88,3 +95,39 @@ def test_a_learning_rate_beyond_what_adamw_can_apply_is_refused(make: Any, field
     with pytest.raises(ConfigError, match=rf"\b{field}\b.*1e\+06"):
         make()
     DiagnoseConfig(lr_range_end=1e6, overfit_lr=1e6)  # the ceiling itself trains (diverges)
+
+
+def test_diagnose_on_bars_with_nothing_to_fit_says_so() -> None:
+    """On flat bars (every target 0) the loss is 0 from the start: the range test's drop was
+    `internal error: ZeroDivisionError`, and the overfit check said FAIL."""
+    zero = LRRange(
+        lrs=[1e-6, 1e-4],
+        losses=[0.0, 0.0],
+        smoothed=[0.0, 0.0],
+        batch_losses=[0.0, 0.0],
+        stopped="end",
+        lr_at_min=1e-6,
+        lr_steepest=1e-6,
+    )
+    assert zero.drop == 0.0 and math.isnan(zero.suggested)
+    fit = OverfitResult(windows=16, steps=3, lr=1e-3, head_loss=0.0, final_loss=0.0, threshold=0.5)
+    assert fit.to_dict()["verdict"] == "NOTHING TO FIT"
+    table = summary(Diagnosis(overfit=fit, lr_range=zero, training_lr=1e-3))
+    assert "NOTHING TO FIT" in table and "flat" in table
+    assert json.dumps(Diagnosis(fit, zero, 1e-3).to_dict(), allow_nan=False)
+
+
+@pytest.mark.parametrize("given", ["--diagnostics=0", "--overwrite=maybe", "--no-qat=true"])
+def test_a_switch_given_a_value_it_does_not_read_is_refused(given: str) -> None:
+    """`--overwrite=0` (any value but true/false/yes/no) read as the bare switch: on."""
+    flag = given.split("=")[0].replace("--no-", "--")
+    with pytest.raises(UsageError, match=f"{flag} .* is a switch"):
+        parsed(train_command(), ["--parquet-file", "b.parquet", given])
+
+
+def test_a_switch_followed_by_a_stray_word_names_the_switch() -> None:
+    """`--diagnostics maybe` was "unrecognized arguments: maybe"."""
+    with pytest.raises(UsageError, match=r"--diagnostics .* is a switch.*'maybe'"):
+        parsed(train_command(), ["--parquet-file", "b.parquet", "--diagnostics", "maybe"])
+    cfg = parsed(train_command(), ["--parquet-file", "b.parquet", "--diagnostics", "--qat", "no"])
+    assert cfg.options.diagnostics is True and cfg.options.qat is False
