@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 import types
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,7 @@ from foxhunt.cli.train import command as train_command
 from foxhunt.data import feature_store
 from foxhunt.errors import ConfigError, UsageError
 from foxhunt.jobs.diagnose import Diagnosis, summary
+from foxhunt.storage.atomic import atomic_write_json
 from foxhunt.storage.staged import open_complete, staging
 from foxhunt.training.config import TrainingConfig
 from foxhunt.training.diagnose_config import DiagnoseConfig
@@ -131,3 +135,19 @@ def test_a_switch_followed_by_a_stray_word_names_the_switch() -> None:
         parsed(train_command(), ["--parquet-file", "b.parquet", "--diagnostics", "maybe"])
     cfg = parsed(train_command(), ["--parquet-file", "b.parquet", "--diagnostics", "--qat", "no"])
     assert cfg.options.diagnostics is True and cfg.options.qat is False
+
+
+def test_a_temporary_left_by_a_killed_writer_goes_with_the_next_write(tmp_path: Path) -> None:
+    """`diagnose` killed -9 while writing diagnose.json left `.diagnose.json.xxxx.tmp`, and
+    every rerun kept it."""
+    dead = subprocess.Popen([sys.executable, "-c", ""])
+    dead.wait()  # a pid that is gone
+    target = tmp_path / "diagnose.json"
+    orphan = tmp_path / f".diagnose.json.{dead.pid}-abc123.tmp"
+    live = tmp_path / f".diagnose.json.{os.getpid()}-def456.tmp"  # a writer still at work
+    other = tmp_path / f".other.json.{dead.pid}-abc123.tmp"
+    for path in (orphan, live, other):
+        path.write_text("{")
+    atomic_write_json(target, {"a": 1})
+    assert json.loads(target.read_text()) == {"a": 1}
+    assert not orphan.exists() and live.exists() and other.exists()
