@@ -196,7 +196,9 @@ def main() -> int:
     parser.add_argument(
         "--only", default="", help="run the cases whose door starts so (a comma-separated list)"
     )
-    parser.add_argument("--case", default="", help="run the cases whose name holds this")
+    parser.add_argument(
+        "--case", default="", help="run the cases whose name holds this (or any of a|b|...)"
+    )
     parser.add_argument("--start", default="", help="skip the cases before the first so named")
     parser.add_argument("--json", type=Path, help="write the verdicts here too")
     parser.add_argument("--src", type=Path, default=REPO / "src", help="foxhunt's source")
@@ -209,7 +211,10 @@ def main() -> int:
     outcomes = []
     try:
         for case in [*CASES, *CASES2]:
-            if not case.door.startswith(tuple(args.only.split(","))) or args.case not in case.name:
+            names = args.case.split("|")
+            if not case.door.startswith(tuple(args.only.split(","))) or not any(
+                n in case.name for n in names
+            ):
                 continue
             if args.start and args.start not in case.name:
                 continue

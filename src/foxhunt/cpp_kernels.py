@@ -18,6 +18,7 @@ what a killed build left (torch's ``lock`` file, running compilers), and gives u
 e.g. AMD EPYC Zen 2/3 runs), to test that path on an AVX-512 machine. Unset, it follows
 ``ATEN_CPU_CAPABILITY=avx2|default`` to ``avx2``. ``FOXHUNT_INT8_SIMD`` is its old name.
 
+A cached module that cannot be imported (truncated, overwritten) is removed and built again.
 Without a C++ compiler and ninja, a failed build, or with ``FOXHUNT_FUSED_KERNEL=0`` (or
 ``false``, ``off``, ``no``), callers fall back to ATen ops: the same math, slower. The command
 line refuses any other value, and a bad ISA or build timeout, before a run starts
