@@ -517,10 +517,20 @@ def range_cases() -> list[Case]:
         train(
             "range loss", f"{dtype} float16", P1, [*fs, dtype, "float16"], "ok", check=has_ranges
         ),
-        Case(
+        Case(  # a resume keeps the run's settings: the default's change is named, not taken
             "range loss",
             "resume a run saved before range_weight (format 0)",
             resume,
+            "refuse",
+            ("range_weight", "0.0"),
+            setup=old_run,
+            keep=("run",),
+            timeout=300,
+        ),
+        Case(
+            "range loss",
+            "resume it with --range-weight 0: pinball-only",
+            [*resume, "--range-weight", "0"],
             "ok",
             setup=old_run,
             check=range_weight_is(0.0),
