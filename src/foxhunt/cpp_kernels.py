@@ -227,6 +227,8 @@ def _compile(folder: Path, staged: Path, flags: list[str]) -> ModuleType:
             raise
         log.warning("%s cannot be loaded (%s): removed, building it again", library, err)
         library.unlink()
+        # torch skips the build of a name this process already loaded, unchanged: forget it
+        cpp_extension.JIT_EXTENSION_VERSIONER.entries.pop(folder.name, None)
         return load()
 
 
