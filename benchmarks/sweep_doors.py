@@ -37,6 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _sweep_cases import CASES, SHARED
+from _sweep_cases2 import CASES2, restore
 from _sweep_kit import VERDICTS, Case, Result, mounts, snapshot
 
 REPO = Path(__file__).resolve().parents[1]
@@ -195,7 +196,10 @@ def main() -> int:
     parser.add_argument(
         "--only", default="", help="run the cases whose door starts so (a comma-separated list)"
     )
-    parser.add_argument("--case", default="", help="run the cases whose name holds this")
+    parser.add_argument(
+        "--case", default="", help="run the cases whose name holds this (or any of a|b|...)"
+    )
+    parser.add_argument("--start", default="", help="skip the cases before the first so named")
     parser.add_argument("--json", type=Path, help="write the verdicts here too")
     parser.add_argument("--src", type=Path, default=REPO / "src", help="foxhunt's source")
     parser.add_argument("--keep", action="store_true", help="keep the cases' folders")
@@ -206,9 +210,15 @@ def main() -> int:
     SHARED.make(root / "shared", env)
     outcomes = []
     try:
-        for case in CASES:
-            if not case.door.startswith(tuple(args.only.split(","))) or args.case not in case.name:
+        for case in [*CASES, *CASES2]:
+            names = args.case.split("|")
+            if not case.door.startswith(tuple(args.only.split(","))) or not any(
+                n in case.name for n in names
+            ):
                 continue
+            if args.start and args.start not in case.name:
+                continue
+            args.start = ""  # found: every case from here on
             outcome = run_case(case, root, env)
             outcomes.append(outcome)
             print(
@@ -217,6 +227,7 @@ def main() -> int:
                 flush=True,
             )
     finally:
+        restore()  # a kernel case's damaged cache
         mounts.release_all()
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)

@@ -17,6 +17,7 @@ left by a killed build has to be deleted by hand (torch's wait names its folder)
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from collections.abc import Iterator
@@ -48,9 +49,9 @@ def timeout() -> float:
         seconds = float(raw)
     except ValueError:
         seconds = float("nan")
-    if not seconds > 0:  # also refuses nan
+    if not 0 < seconds < math.inf:  # also refuses nan; inf would wait for ever
         raise ConfigError(
-            f"{TIMEOUT_ENV}={raw!r}: give a number of seconds above 0, or unset it "
+            f"{TIMEOUT_ENV}={raw!r}: give a finite number of seconds above 0, or unset it "
             f"(default {DEFAULT_TIMEOUT:.0f})"
         )
     return seconds

@@ -51,6 +51,9 @@ FRACTION = Range(0, 1, high_open=True)
 SEED = Range(0, 2**63 - 1)
 #: Positive, excluding 0 (a rate, a timeout).
 POSITIVE = Range(0, low_open=True)
+#: A learning rate: AdamW cannot apply one beyond float32's range (1e300 ended the range test
+#: with `internal error: RuntimeError`); 1e6 is far past any rate that trains.
+LEARNING_RATE = Range(0, 1e6, low_open=True)
 
 
 def setting(

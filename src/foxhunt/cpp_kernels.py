@@ -18,6 +18,7 @@ what a killed build left (torch's ``lock`` file, running compilers), and gives u
 e.g. AMD EPYC Zen 2/3 runs), to test that path on an AVX-512 machine. Unset, it follows
 ``ATEN_CPU_CAPABILITY=avx2|default`` to ``avx2``. ``FOXHUNT_INT8_SIMD`` is its old name.
 
+A cached module that cannot be imported (truncated, overwritten) is removed and built again.
 Without a C++ compiler and ninja, a failed build, or with ``FOXHUNT_FUSED_KERNEL=0`` (or
 ``false``, ``off``, ``no``), callers fall back to ATen ops: the same math, slower. The command
 line refuses any other value, and a bad ISA or build timeout, before a run starts
@@ -173,8 +174,6 @@ def _stage(files: list[Path], into: Path) -> Path:
 
 
 def _build(source: Path, name: str, isa: str) -> ModuleType | None:
-    from torch.utils import cpp_extension
-
     _ninja_on_path()
     wait = build_lock.timeout()
     flags = _flags(isa)
@@ -192,21 +191,45 @@ def _build(source: Path, name: str, isa: str) -> ModuleType | None:
                 _failed(name, why, f"Raise {build_lock.TIMEOUT_ENV} to wait longer")
                 return None
             staged = _stage(_inputs(source), folder / "src")
-            module = cpp_extension.load(
-                name=folder.name,
-                sources=[str(staged)],
-                extra_cflags=flags,
-                extra_include_paths=[str(staged.parent)],
-                extra_ldflags=["-fopenmp"],
-                build_directory=str(folder),
-                verbose=False,
-            )
+            module = _compile(folder, staged, flags)
     except Exception as err:  # no compiler, no ninja, a compile error, ...
         detail = str(err).strip().splitlines()[-1] if str(err).strip() else ""
         _failed(name, f"{type(err).__name__}: {detail}", "Install a C++ compiler and ninja")
         return None
-    assert isinstance(module, ModuleType)
     return module
+
+
+def _compile(folder: Path, staged: Path, flags: list[str]) -> ModuleType:
+    """torch's build and import of ``staged`` in ``folder``. A cached module that cannot be
+    imported (truncated, overwritten: ninja finds it newer than its sources and keeps it) is
+    removed with a warning and built once more; it fell back to ATen on every run, blaming
+    the compiler."""
+    from torch.utils import cpp_extension
+
+    def load() -> ModuleType:
+        module = cpp_extension.load(
+            name=folder.name,
+            sources=[str(staged)],
+            extra_cflags=flags,
+            extra_include_paths=[str(staged.parent)],
+            extra_ldflags=["-fopenmp"],
+            build_directory=str(folder),
+            verbose=False,
+        )
+        assert isinstance(module, ModuleType)
+        return module
+
+    try:
+        return load()
+    except ImportError as err:
+        library = folder / f"{folder.name}.so"
+        if not library.is_file():
+            raise
+        log.warning("%s cannot be loaded (%s): removed, building it again", library, err)
+        library.unlink()
+        # torch skips the build of a name this process already loaded, unchanged: forget it
+        cpp_extension.JIT_EXTENSION_VERSIONER.entries.pop(folder.name, None)
+        return load()
 
 
 def _failed(name: str, why: str, fix: str) -> None:

@@ -160,4 +160,6 @@ def test_diagnose_json_is_strict() -> None:
     assert tree["lr_range"]["suggested"] is None and tree["overfit"]["ratio"] is None
     assert tree["lr_range"]["lr_diverged"] is None
     assert strict({"a": [math.inf, 1.0]}) == {"a": [None, 1.0]}
-    assert "FAIL" in summary(Diagnosis(fit, empty, 1e-3))
+    assert "NOTHING TO FIT" in summary(Diagnosis(fit, empty, 1e-3))  # a loss of 0 throughout
+    stuck = OverfitResult(windows=1, steps=1, lr=0.0, head_loss=1.0, final_loss=1.0, threshold=0.5)
+    assert "FAIL" in summary(Diagnosis(stuck, empty, 1e-3))

@@ -90,15 +90,22 @@ class Rewriter:
                 self.out += [f"--{key}", v]
 
     def switch(self, arg: Arg, negated: bool, inline: str | None) -> None:
-        if negated:
-            self.out += [f"--{arg.key}", "false"]
-            return
-        nxt = (
+        """A switch alone, negated (``--no-X``), or with a word of BOOLS after it or "=". Any
+        other value is refused naming the switch: ``--overwrite=0`` read as the bare switch
+        (on), and ``--diagnostics maybe`` was "unrecognized arguments: maybe"."""
+        given = (
             inline if inline is not None else (self.argv[self.i] if self.i < len(self.argv) else "")
         )
-        if nxt.lower() in BOOLS:
+        wanted = f"{arg.name} ({arg.key}) is a switch: give it alone, or true or false"
+        if negated:
+            if inline is not None:
+                raise UsageError(f"{wanted}; its --no- form takes no value, got {inline!r}")
+            self.out += [f"--{arg.key}", "false"]
+        elif given.lower() in BOOLS:
             self.i += inline is None
-            self.out += [f"--{arg.key}", nxt.lower()]
+            self.out += [f"--{arg.key}", given.lower()]
+        elif inline is not None or (given[:1] not in ("", "-") and not self.places):
+            raise UsageError(f"{wanted}, not {given!r}")  # a bare argument has no place here
         else:
             self.out += [f"--{arg.key}", "true"]
 

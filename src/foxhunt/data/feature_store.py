@@ -46,6 +46,12 @@ log = logging.getLogger("foxhunt.data")
 
 HINT = "choose another folder with --feature-store, or free space there"
 BLOCK_ROWS = 1 << 16  # rows of the input matrix written at a time
+#: what every entry of this format holds and `read_entry` reads (the optional [N] vectors
+#: aside): a manifest without ranges.npy, checksums redone, trained without the range loss
+REQUIRED = (
+    "inputs.npy", "times.npy", "symbol_codes.npy", "ranges.npy", "preprocessor.json",
+    "summary.json", *(f"anchors-{name}.npy" for name in SPLITS),
+)  # fmt: skip
 
 
 def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None) -> PreparedData:
@@ -60,10 +66,10 @@ def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None
         raise StoreError(f"{root}: the feature store is a file, not a folder; {HINT}")
     material = key_material(config, preprocessor)
     key = store_key(material)
-    manifest = open_complete(root, key)
+    manifest = open_complete(root, key, REQUIRED)
     if manifest is None:  # another process may be writing it: wait for it, then look again
         with writer_lock(root, key, hint=HINT):
-            manifest = open_complete(root, key)
+            manifest = open_complete(root, key, REQUIRED)
             if manifest is None:
                 return _write(root, key, config, preprocessor, material)
     meta = manifest["metadata"]

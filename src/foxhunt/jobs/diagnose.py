@@ -124,8 +124,13 @@ def summary(diagnosis: Diagnosis) -> str:
         f"overfit check: {fit.windows} training windows, {fit.steps} steps at lr {fit.lr:.1e} "
         "(one batch, no dropout, no weight decay)",
         f"  head loss {fit.head_loss:.5f} -> train loss {fit.final_loss:.5f}: ratio "
-        f"{fit.ratio:.3f} (pass at <= {fit.threshold:g}): {'PASS' if fit.passed else 'FAIL'}"
-        + (" (still falling: more --overfit-steps or a higher --overfit-lr)" if hint else ""),
+        f"{fit.ratio:.3f} (pass at <= {fit.threshold:g}): {fit.verdict}"
+        + (" (still falling: more --overfit-steps or a higher --overfit-lr)" if hint else "")
+        + (
+            " (every target is 0 on those windows: are the bars flat?)"
+            if fit.head_loss == 0
+            else ""
+        ),
         f"lr range test: {len(rng.lrs)} steps from lr {rng.lrs[0] if rng.lrs else math.nan:.1e}, "
         f"ended: {rng.stopped}"
         + (f" after lr {rng.lr_diverged:.1e}" if math.isfinite(rng.lr_diverged) else ""),

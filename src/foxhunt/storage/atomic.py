@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import glob
 import json
 import os
 import tempfile
@@ -72,10 +73,14 @@ def atomic_write_files(files: dict[Path, bytes]) -> None:
 
 
 def _write_temporary(path: Path, data: bytes) -> str:
-    """`data` in a new temporary file beside `path`, fsynced; its name."""
+    """`data` in a new temporary file beside `path`, fsynced; its name. The name carries the
+    writer's pid: one left by a writer killed mid-write (kill -9 leaves no `except`) is
+    removed by the next write of `path`."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        _remove_orphans(path)
+        prefix = f".{path.name}.{os.getpid()}-"
+        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=path.parent)
     except OSError as exc:  # its message would name the temporary file, not the output
         if exc.errno not in PLACE_ERRORS:
             raise
@@ -98,6 +103,25 @@ def _write_temporary(path: Path, data: bytes) -> str:
         Path(tmp).unlink(missing_ok=True)
         raise
     return tmp
+
+
+def _remove_orphans(path: Path) -> None:
+    """Remove `.NAME.PID-xxxx.tmp` beside `path` whose writer is gone (this machine's pids:
+    a live one, or one not ours to signal, is left alone)."""
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*-*.tmp"):
+        pid = tmp.name[len(path.name) + 2 :].partition("-")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            tmp.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process, or no such call here
+        return True
+    return True
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:

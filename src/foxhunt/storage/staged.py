@@ -214,13 +214,14 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def open_complete(root: Path, key: str) -> dict[str, Any] | None:
-    """`ROOT/KEY`'s manifest when every file it lists is there with its size and SHA-256;
-    None when absent. A damaged entry is removed, with a warning naming what is wrong."""
+def open_complete(root: Path, key: str, required: tuple[str, ...] = ()) -> dict[str, Any] | None:
+    """`ROOT/KEY`'s manifest when it lists every `required` file and every file it lists is
+    there with its size and SHA-256; None when absent. A damaged entry is removed, with a
+    warning naming what is wrong."""
     path = root / key
     if not path.is_dir():
         return None
-    problem = _check(path, key)
+    problem = _check(path, key, required)
     if problem is None:
         return dict(json.loads((path / MANIFEST).read_bytes()))
     log.warning("store: %s is damaged (%s); preparing it again", path, problem)
@@ -233,7 +234,7 @@ def open_complete(root: Path, key: str) -> dict[str, Any] | None:
     return None
 
 
-def _check(path: Path, key: str) -> str | None:
+def _check(path: Path, key: str, required: tuple[str, ...]) -> str | None:
     """Why `path` is not a complete entry (None: it is)."""
     try:
         manifest = json.loads((path / MANIFEST).read_bytes())
@@ -244,6 +245,9 @@ def _check(path: Path, key: str) -> str | None:
             return f"{MANIFEST} has no metadata"
         if manifest.get("sha256") != _manifest_sha(manifest):
             return f"{MANIFEST} was edited (or written before it carried its own checksum)"
+        missing = [name for name in required if name not in files]
+        if missing:  # a forged manifest, or an older writer's: read, it would miss them
+            return f"{MANIFEST} lists no {', '.join(missing)}"
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return f"{MANIFEST}: {exc}"
     for name, meta in files.items():

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from foxhunt.config_fields import (
     FRACTION,
-    POSITIVE,
+    LEARNING_RATE,
     SEED,
     Range,
     check_known_fields,
@@ -42,7 +42,7 @@ class TrainingConfig:
         epochs: passes over the training windows (>= 1).
         batch_size: windows per optimizer step (>= 1).
         eval_batch_size: windows per forward pass when evaluating (>= 1).
-        lr: AdamW learning rate (> 0).
+        lr: AdamW learning rate, in (0, 1e6].
         weight_decay: AdamW decoupled weight decay (>= 0).
         grad_clip: max global gradient norm; 0 disables clipping.
         patience: epochs without validation improvement before stopping early; 0 disables.
@@ -99,7 +99,7 @@ class TrainingConfig:
     epochs: int = setting(5, range=Range(1, 1_000_000))
     batch_size: int = 64
     eval_batch_size: int = 512
-    lr: float = setting(1e-3, range=POSITIVE)
+    lr: float = setting(1e-3, range=LEARNING_RATE)
     weight_decay: float = 1e-4
     grad_clip: float = 1.0
     patience: int = setting(3, range=Range(0))

@@ -61,6 +61,8 @@ class LRRange:
         """How far the smoothed loss fell below where it started, as a share of that."""
         if not self.smoothed:
             return math.nan
+        if self.smoothed[0] == 0:  # a loss of 0 from the start (flat bars): nothing to fall
+            return 0.0
         return (self.smoothed[0] - min(self.smoothed)) / self.smoothed[0]
 
     @property

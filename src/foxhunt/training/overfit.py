@@ -54,6 +54,14 @@ class OverfitResult:
         return math.isfinite(self.ratio) and self.ratio <= self.threshold
 
     @property
+    def verdict(self) -> str:
+        """PASS, FAIL, or NOTHING TO FIT: the head's loss is already 0 (flat bars: every
+        target 0), where a ratio means nothing (it was a division by zero)."""
+        if self.head_loss == 0:
+            return "NOTHING TO FIT"
+        return "PASS" if self.passed else "FAIL"
+
+    @property
     def still_falling(self) -> bool:
         """Whether the loss fell by over 2% in the last half of the steps: more steps (or a
         higher rate) would have taken it further."""
@@ -61,8 +69,7 @@ class OverfitResult:
         return len(half) > 1 and half[-1] < 0.98 * half[0]
 
     def to_dict(self) -> dict[str, Any]:
-        verdict = "PASS" if self.passed else "FAIL"
-        extra = {"ratio": self.ratio, "verdict": verdict, "still_falling": self.still_falling}
+        extra = {"ratio": self.ratio, "verdict": self.verdict, "still_falling": self.still_falling}
         return {**asdict(self), **extra}
 
 
