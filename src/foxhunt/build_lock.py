@@ -87,8 +87,12 @@ def isa_from_environment() -> str | None:
 
 DEBUG_ENV = "FOXHUNT_KERNEL_DEBUG"
 # the sanitizers' runtime must be the first library a process loads: python is not built
-# with it, so it is preloaded (cpp_kernels' module doc has the whole line)
-ASAN_PRELOAD = "LD_PRELOAD=$(${CXX:-c++} -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0"
+# with it, so it is preloaded; and libstdc++ with it, or ASan's interceptor of C++ throws
+# finds no real __cxa_throw and aborts the first exception another extension (onnx) throws
+ASAN_PRELOAD = (
+    'LD_PRELOAD="$(${CXX:-c++} -print-file-name=libasan.so) '
+    '$(${CXX:-c++} -print-file-name=libstdc++.so)" ASAN_OPTIONS=detect_leaks=0'
+)
 
 
 def kernel_debug() -> bool:

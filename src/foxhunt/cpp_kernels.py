@@ -29,10 +29,9 @@ kernels for debugging instead: ``-g -O1 -fno-omit-frame-pointer`` with AddressSa
 UBSan (any UB aborts), compiled from the repository's files themselves (so the debugger and
 the sanitizers' reports name them) into a folder of its own, never the optimized build's. A
 failed debug build raises rather than falling back. The process needs the ASan runtime
-first, and UBSan's stack traces::
-
-    LD_PRELOAD=$(c++ -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 \
-    UBSAN_OPTIONS=halt_on_error=1,print_stacktrace=1 FOXHUNT_KERNEL_DEBUG=1 python ...
+loaded first, and libstdc++ with it (:data:`foxhunt.build_lock.ASAN_PRELOAD`); UBSan's
+stack traces are asked for by ``UBSAN_OPTIONS=halt_on_error=1,print_stacktrace=1``
+(docs/performance.md, "A debug build of the kernels", has the whole line).
 """
 
 from __future__ import annotations
