@@ -86,12 +86,51 @@ def isa_from_environment() -> str | None:
     return None
 
 
+DEBUG_ENV = "FOXHUNT_KERNEL_DEBUG"
+# the sanitizers' runtime must be the first library a process loads: python is not built
+# with it, so it is preloaded; and libstdc++ with it, or ASan's interceptor of C++ throws
+# finds no real __cxa_throw and aborts the first exception another extension (onnx) throws
+ASAN_PRELOAD = (
+    'LD_PRELOAD="$(${CXX:-c++} -print-file-name=libasan.so) '
+    '$(${CXX:-c++} -print-file-name=libstdc++.so)" ASAN_OPTIONS=detect_leaks=0'
+)
+
+
+def kernel_debug() -> bool:
+    """``FOXHUNT_KERNEL_DEBUG``: 1/true/on/yes builds the kernels for debugging (-g -O1,
+    AddressSanitizer and UBSan; cpp_kernels), 0/false/off/no (or unset) optimized; anything
+    else is refused."""
+    raw = os.environ.get(DEBUG_ENV, "").strip().lower()
+    if raw not in SWITCH_OFF + SWITCH_ON:
+        raise ConfigError(
+            f"{DEBUG_ENV}={os.environ[DEBUG_ENV]!r}: give 1 (the kernels built with -g -O1 and "
+            "the address and undefined-behaviour sanitizers) or 0, or unset it"
+        )
+    return raw not in (*SWITCH_OFF, "")
+
+
+def check_sanitizer_runtime(maps_file: Path = Path("/proc/self/maps")) -> None:
+    """Refuse a debug build in a process without the ASan runtime loaded (importing the
+    built module would fail). Linux only: elsewhere the loader's own error says it."""
+    try:
+        maps = maps_file.read_text()
+    except OSError:
+        return
+    if "libasan" not in maps and "libclang_rt.asan" not in maps:
+        raise ConfigError(
+            f"{DEBUG_ENV}=1 builds the kernels with AddressSanitizer, whose runtime this "
+            f"process lacks: run it as {ASAN_PRELOAD} python ... (or unset {DEBUG_ENV})"
+        )
+
+
 def check_kernel_environment() -> None:
     """Refuse a bad kernel variable before a run starts (it was refused at the first
     forward, and the build timeout only when a build waited)."""
     if kernels_enabled():
         isa_from_environment()
         timeout()
+        if kernel_debug():
+            check_sanitizer_runtime()
 
 
 @contextmanager

@@ -23,6 +23,16 @@ Without a C++ compiler and ninja, a failed build, or with ``FOXHUNT_FUSED_KERNEL
 ``false``, ``off``, ``no``), callers fall back to ATen ops: the same math, slower. The command
 line refuses any other value, and a bad ISA or build timeout, before a run starts
 (:func:`foxhunt.build_lock.check_kernel_environment`).
+
+A compile error is reported at the repository's file and line (the staged copy's path is
+mapped back), in the warning and, whole, in the log. ``FOXHUNT_KERNEL_DEBUG=1`` builds the
+kernels for debugging instead: ``-g -O1 -fno-omit-frame-pointer`` with AddressSanitizer and
+UBSan (any UB aborts), compiled from the repository's files themselves (so the debugger and
+the sanitizers' reports name them) into a folder of its own, never the optimized build's. A
+failed debug build raises rather than falling back. The process needs the ASan runtime
+loaded first, and libstdc++ with it (:data:`foxhunt.build_lock.ASAN_PRELOAD`); UBSan's
+stack traces are asked for by ``UBSAN_OPTIONS=halt_on_error=1,print_stacktrace=1``
+(docs/performance.md, "A debug build of the kernels", has the whole line).
 """
 
 from __future__ import annotations
@@ -53,8 +63,10 @@ ISA_FLAGS = {
 }
 # fast-math for vectorized reductions and reciprocals, but NaN and inf keep their meaning
 BASE_FLAGS = ("-O3", "-ffast-math", "-fno-finite-math-only", "-fopenmp")
+SANITIZERS = ("-fsanitize=address,undefined", "-fno-sanitize-recover=undefined")
+DEBUG_FLAGS = ("-g", "-O1", "-fno-omit-frame-pointer", *SANITIZERS)  # in place of -O3
 _UNSET = object()
-_built: dict[tuple[Path, str], object] = {}
+_built: dict[tuple[Path, str, bool], object] = {}
 
 
 def enabled() -> bool:
@@ -93,9 +105,12 @@ def load(source: Path, name: str, isa: str | None = None) -> ModuleType | None:
     if not enabled():
         return None
     isa = cpu_isa() if isa is None else _checked(isa, "isa")
-    module = _built.get((source, isa), _UNSET)
+    debug = build_lock.kernel_debug()
+    module = _built.get((source, isa, debug), _UNSET)
     if module is _UNSET:
-        module = _built[(source, isa)] = _build(source, name, isa)
+        if debug:
+            build_lock.check_sanitizer_runtime()
+        module = _built[(source, isa, debug)] = _build(source, name, isa, debug)
     return module if isinstance(module, ModuleType) else None
 
 
@@ -110,29 +125,45 @@ def missing_toolchain() -> str | None:
     return None
 
 
-def build_folder(source: Path, name: str, isa: str | None = None) -> Path:
-    """Where ``source`` is built (and its sources copied) for ``isa``."""
+def build_folder(
+    source: Path, name: str, isa: str | None = None, debug: bool | None = None
+) -> Path:
+    """Where ``source`` is built (and, optimized, its sources copied) for ``isa``; ``debug``:
+    the debug build's folder (by default ``FOXHUNT_KERNEL_DEBUG``), which names the sources'
+    own paths (compiled in place) and is never the optimized build's."""
     from torch.utils import cpp_extension
 
     isa = cpu_isa() if isa is None else _checked(isa, "isa")
-    full_name = f"foxhunt_{name}_{_key(source, _flags(isa))}"
+    debug = build_lock.kernel_debug() if debug is None else debug
+    key = _key(source, _flags(isa, debug), _ldflags(debug), debug)
+    full_name = f"foxhunt_{name}_{'debug_' if debug else ''}{key}"
     return Path(cpp_extension._get_build_directory(full_name, verbose=False))
 
 
-def _flags(isa: str) -> list[str]:
-    """foxhunt's flags; the ISA's only on x86-64 (defaults elsewhere)."""
+def _flags(isa: str, debug: bool = False) -> list[str]:
+    """foxhunt's compile flags; the ISA's only on x86-64 (defaults elsewhere). The debug
+    build keeps the math flags and the ISA (the same code paths), with -g -O1 and the
+    sanitizers for -O3."""
     arch = ISA_FLAGS[isa] if platform.machine() in ("x86_64", "AMD64") else ()
-    return [*BASE_FLAGS, *arch]
+    base = [f for f in BASE_FLAGS if f != "-O3"] + list(DEBUG_FLAGS) if debug else BASE_FLAGS
+    return [*base, *arch]
+
+
+def _ldflags(debug: bool) -> list[str]:
+    """The link's flags: OpenMP, and the sanitizers' runtimes for a debug build."""
+    return ["-fopenmp", *(SANITIZERS[:1] if debug else ())]
 
 
 def _inputs(source: Path) -> list[Path]:
     return [source, *sorted(PACKAGE.glob("*.h"))]
 
 
-def _key(source: Path, flags: list[str]) -> str:
-    """A hash of everything that changes the build command or what it compiles."""
-    parts = [f.name.encode() + b"\0" + f.read_bytes() for f in _inputs(source)]
-    parts += [" ".join(flags).encode(), os.environ.get("CXX", "c++").encode()]
+def _key(source: Path, flags: list[str], ldflags: list[str], in_place: bool) -> str:
+    """A hash of everything that changes the build command or what it compiles (an in-place
+    build's command names the sources' paths: one folder per checkout)."""
+    name = str if in_place else (lambda f: f.name)
+    parts = [name(f).encode() + b"\0" + f.read_bytes() for f in _inputs(source)]
+    parts += [" ".join(flags + ldflags).encode(), os.environ.get("CXX", "c++").encode()]
     parts += [torch.__version__.encode(), str(Path(torch.__file__).parent).encode()]
     parts.append(sysconfig.get_paths()["include"].encode())
     if "-march=native" in flags:
@@ -173,46 +204,59 @@ def _stage(files: list[Path], into: Path) -> Path:
     return into / files[0].name
 
 
-def _build(source: Path, name: str, isa: str) -> ModuleType | None:
+def _build(source: Path, name: str, isa: str, debug: bool) -> ModuleType | None:
+    """The built module, or None (warned) when it cannot be built; a debug build raises."""
     _ninja_on_path()
     wait = build_lock.timeout()
-    flags = _flags(isa)
     try:
-        folder = build_folder(source, name, isa)  # torch creates TORCH_EXTENSIONS_DIR here
+        folder = build_folder(source, name, isa, debug)  # torch creates TORCH_EXTENSIONS_DIR
     except OSError as err:  # unwritable or impossible: the run goes on without the kernel
+        if debug:
+            raise
         root = os.environ.get("TORCH_EXTENSIONS_DIR") or "the torch extensions folder"
         _failed(name, f"{root}: {err.strerror}", "Set TORCH_EXTENSIONS_DIR to a writable folder")
         return None
-    log.info("loading foxhunt's %s CPU kernel (its first build on a machine takes ~1 min)", name)
+    kind = " (its debug build)" if debug else ""
+    log.info("loading foxhunt's %s CPU kernel%s (a first build takes ~1 min)", name, kind)
     try:
         with build_lock.exclusive(folder, name, wait) as held:
             if not held:
                 why = f"another process kept its build folder busy for {wait:g} s"
+                if debug:
+                    raise RuntimeError(why)
                 _failed(name, why, f"Raise {build_lock.TIMEOUT_ENV} to wait longer")
                 return None
-            staged = _stage(_inputs(source), folder / "src")
-            module = _compile(folder, staged, flags)
+            module = _compile(source, folder, isa, debug)
     except Exception as err:  # no compiler, no ninja, a compile error, ...
-        detail = str(err).strip().splitlines()[-1] if str(err).strip() else ""
-        _failed(name, f"{type(err).__name__}: {detail}", "Install a C++ compiler and ninja")
+        text = _at_repository(str(err).strip(), folder / "src", _inputs(source))
+        if debug:
+            raise RuntimeError(text) from None
+        fix = "Install a C++ compiler and ninja"
+        if "error:" in text:  # the compiler's: its first error here, all it said in the log
+            log.warning("foxhunt's %s CPU kernel did not compile:\n%s", name, text)
+            fix = "Fix the source (the log has the compiler's output)"
+        _failed(name, f"{type(err).__name__}: {_first_error(text)}", fix)
         return None
     return module
 
 
-def _compile(folder: Path, staged: Path, flags: list[str]) -> ModuleType:
-    """torch's build and import of ``staged`` in ``folder``. A cached module that cannot be
-    imported (truncated, overwritten: ninja finds it newer than its sources and keeps it) is
-    removed with a warning and built once more; it fell back to ATen on every run, blaming
-    the compiler."""
+def _compile(source: Path, folder: Path, isa: str, debug: bool) -> ModuleType:
+    """torch's build and import: of staged copies (optimized: one build for every checkout),
+    or of the repository's own files (debug: what the debugger and the sanitizers name). A
+    cached module that cannot be imported (truncated, overwritten: ninja finds it newer than
+    its sources and keeps it) is removed with a warning and built once more; it fell back to
+    ATen on every run, blaming the compiler."""
     from torch.utils import cpp_extension
+
+    compiled = source if debug else _stage(_inputs(source), folder / "src")
 
     def load() -> ModuleType:
         module = cpp_extension.load(
             name=folder.name,
-            sources=[str(staged)],
-            extra_cflags=flags,
-            extra_include_paths=[str(staged.parent)],
-            extra_ldflags=["-fopenmp"],
+            sources=[str(compiled)],
+            extra_cflags=_flags(isa, debug),
+            extra_include_paths=[str(PACKAGE if debug else compiled.parent)],
+            extra_ldflags=_ldflags(debug),
             build_directory=str(folder),
             verbose=False,
         )
@@ -230,6 +274,20 @@ def _compile(folder: Path, staged: Path, flags: list[str]) -> ModuleType:
         # torch skips the build of a name this process already loaded, unchanged: forget it
         cpp_extension.JIT_EXTENSION_VERSIONER.entries.pop(folder.name, None)
         return load()
+
+
+def _at_repository(text: str, staged: Path, files: list[Path]) -> str:
+    """A build's output with each staged copy's path replaced by the file it copies, so that
+    a compiler error names the repository's file, not the cache's."""
+    for file in files:
+        text = text.replace(str(staged / file.name), str(file))
+    return text
+
+
+def _first_error(text: str) -> str:
+    """The compiler's first error line (``file:line:col: error: ...``), else the last line."""
+    lines = text.splitlines()
+    return next((line for line in lines if "error:" in line), lines[-1] if lines else "")
 
 
 def _failed(name: str, why: str, fix: str) -> None:

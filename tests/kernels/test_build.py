@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import re
 import subprocess
 import sys
 import time
@@ -43,6 +44,7 @@ def fresh(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         "FOXHUNT_INT8_SIMD",
         "ATEN_CPU_CAPABILITY",
         "FOXHUNT_FUSED_KERNEL",
+        "FOXHUNT_KERNEL_DEBUG",  # the optimized build's mechanism (test_debug_build.py: the other)
     ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr(cpp_kernels, "_built", {})
@@ -177,3 +179,19 @@ def test_a_finished_build_leaves_no_torch_lock(tmp_path: Path) -> None:
     folder = cpp_kernels.build_folder(source, "tiny")
     assert (folder / build_lock.LOCK_NAME).read_text().strip() == str(os.getpid())
     assert not (folder / "lock").exists()
+
+
+def test_a_compile_error_is_reported_at_the_source_not_its_staged_copy(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The build compiles a copy in the cache folder; the warning and the log name the file
+    the copy was made from, at the line the compiler reports."""
+    source = tmp_path / "a" / "tiny.cpp"
+    source.parent.mkdir()
+    source.write_text('#include "fast_exp.h"\nint f() { return 1 }\n')
+    first_error = rf"\(RuntimeError: {re.escape(str(source))}:2:\d+: error:"
+    warned = pytest.warns(RuntimeWarning, match=first_error)
+    with caplog.at_level(logging.WARNING, logger="foxhunt"), warned:
+        assert cpp_kernels.load(source, "tiny") is None
+    staged = cpp_kernels.build_folder(source, "tiny") / "src"
+    assert f"{source}:2:" in caplog.text and str(staged / "tiny.cpp") not in caplog.text

@@ -158,6 +158,7 @@ def test_the_kernel_switch_reads_the_usual_spellings(
         {"FOXHUNT_CPU_ISA": "avx512"},
         {"FOXHUNT_INT8_SIMD": "sse"},
         {"FOXHUNT_KERNEL_BUILD_TIMEOUT": "soon"},
+        {"FOXHUNT_KERNEL_DEBUG": "asan"},
     ],
 )
 def test_a_bad_kernel_variable_is_refused_before_any_command_runs(
