@@ -23,6 +23,7 @@ from foxhunt.cli.train import command as train_command
 from foxhunt.data import feature_store
 from foxhunt.errors import ConfigError, UsageError
 from foxhunt.jobs.diagnose import Diagnosis, summary
+from foxhunt.model import grn_cells
 from foxhunt.storage.atomic import atomic_write_json
 from foxhunt.storage.staged import open_complete, staging
 from foxhunt.training.config import TrainingConfig
@@ -79,7 +80,7 @@ def test_a_damaged_cached_kernel_is_built_again(
 
     monkeypatch.setattr(cpp_extension, "load", load)
     monkeypatch.setattr(cpp_extension.JIT_EXTENSION_VERSIONER, "entries", {})
-    assert cpp_kernels._compile(folder, folder / "src" / "k.cpp", []) is module
+    assert cpp_kernels._compile(grn_cells.SOURCE, folder, "avx2", False) is module
     assert calls == [True, False]  # removed, then built
 
     def broken(**kwargs: object) -> types.ModuleType:
@@ -87,7 +88,7 @@ def test_a_damaged_cached_kernel_is_built_again(
 
     monkeypatch.setattr(cpp_extension, "load", broken)
     with pytest.raises(ImportError):
-        cpp_kernels._compile(folder, folder / "src" / "k.cpp", [])
+        cpp_kernels._compile(grn_cells.SOURCE, folder, "avx2", False)
 
 
 @pytest.mark.parametrize(
