@@ -527,13 +527,16 @@ def range_cases() -> list[Case]:
             keep=("run",),
             timeout=300,
         ),
-        Case(
+        Case(  # the setup edits config.json alone: its checkpoint still says 1.0, and a
+            # config.json that disagrees with its checkpoint is refused, naming the field (a
+            # real old run's checkpoint migrates too: tests/test_migrations.py)
             "range loss",
-            "resume it with --range-weight 0: pinball-only",
+            "resume it with --range-weight 0 (config.json edited, its checkpoint not)",
             [*resume, "--range-weight", "0"],
-            "ok",
+            "refuse",
+            ("range_weight", "checkpoint has 1.0"),
             setup=old_run,
-            check=range_weight_is(0.0),
+            keep=("run",),
             timeout=300,
         ),
     ]

@@ -26,6 +26,22 @@ def test_a_refused_resume_keeps_the_run_config(finished: Path, bars_file: Path) 
     assert json.loads((finished / "config.json").read_text())["training"]["epochs"] == 2
 
 
+def test_a_resume_its_checkpoint_refuses_keeps_the_run_config(
+    finished: Path, bars_file: Path, tmp_path: Path
+) -> None:
+    """A config.json edited to agree with the resume's settings passed the config.json check;
+    the job rewrote it, then the checkpoint refused them (issue 42's second sweep)."""
+    run = tmp_path / "run"
+    shutil.copytree(finished, run)
+    config = json.loads((run / "config.json").read_text())
+    config["training"]["lr"] = 0.01
+    (run / "config.json").write_text(json.dumps(config))
+    before = snapshot(run)
+    args = ["train", "--parquet-file", bars_file, *SMALL, "--resume", run, "--lr", "0.01"]
+    refused(args, "training.lr", "checkpoint", "config.json is left as it was")
+    assert snapshot(run) == before
+
+
 def export_kind(folder: Path) -> str:
     if (folder / "quantization.json").is_file():
         return str(json.loads((folder / "quantization.json").read_text())["mode"])

@@ -14,7 +14,7 @@ from foxhunt.data import PreparedData
 from foxhunt.jobs.base import BaseChoice
 from foxhunt.jobs.options import JobSetting
 from foxhunt.jobs.prepare import PreparedRun
-from foxhunt.jobs.resume import check_resumable_config
+from foxhunt.jobs.resume import check_checkpoint_config, check_resumable_config
 from foxhunt.model.factory import build_model
 from foxhunt.quant import QATConfig
 from foxhunt.runs import RunConfig, clear_history, save_run_config, write_identity
@@ -85,6 +85,7 @@ def start_run_folder(built: BuiltRun, job: JobSetting) -> None:
     whose config the checkpoint refuses is refused here, before config.json is rewritten."""
     if job.options.resume:
         check_resumable_config(job.output_dir, built.config)
+        check_checkpoint_config(job.output_dir, job.options, built.config)
     if not job.is_main:
         return
     output_dir = job.output_dir

@@ -16,7 +16,9 @@ from foxhunt.runs import (
     read_preprocessor,
 )
 from foxhunt.storage.bounded import read_json_bounded
-from foxhunt.training.checkpoint import RESUMABLE_CHANGES, config_differences
+from foxhunt.storage.remote import open_storage
+from foxhunt.training.checkpoint import RESUMABLE_CHANGES, checkpoint_step, config_differences
+from foxhunt.training.checkpoint_format import read_files
 from foxhunt.training.threads import check_requested
 
 
@@ -29,6 +31,9 @@ class CheckpointOptions(Protocol):
 
     @property
     def identity(self) -> dict[str, Any] | None: ...
+
+    @property
+    def resume_from(self) -> int | None: ...
 
 
 def load_saved_preprocessor(output_dir: Path) -> Preprocessor:
@@ -57,6 +62,32 @@ def check_resumable_config(output_dir: Path, config: RunConfig) -> None:
             f"--resume {output_dir}: the run was trained with other settings "
             f"({'; '.join(differences)}); resume with its settings (only "
             f"{', '.join(sorted(RESUMABLE_CHANGES))} may change) or train a new run"
+        )
+
+
+def check_checkpoint_config(
+    output_dir: Path, options: CheckpointOptions, config: RunConfig
+) -> None:
+    """Refuse a resume whose settings differ from the checkpoint it will restore, before the
+    job rewrites config.json: a config.json edited to agree with the new settings was
+    replaced, then the checkpoint refused them. A checkpoint that is missing or cannot be
+    read is left to the restore, which names it."""
+    storage = open_storage(checkpoint_location(output_dir, options))
+    step = options.resume_from
+    names = [n for n in storage.list() if step is None or checkpoint_step(n) == step]
+    if not names:
+        return
+    try:
+        document, _ = read_files(storage.load(names[-1]))
+        saved = document["config"]
+    except Exception:  # the restore names a damaged checkpoint
+        return
+    differences = config_differences(saved, config.to_dict())
+    if differences:
+        raise ConfigError(
+            f"--resume {output_dir}: {storage.describe(names[-1])} was written by a different "
+            f"configuration ({'; '.join(differences)}); resume with its settings or train a "
+            "new run (config.json is left as it was)"
         )
 
 
