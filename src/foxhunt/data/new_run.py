@@ -49,12 +49,12 @@ def row_splits(
     return cuts, time_split_codes(times_ns, config.split)
 
 
-def fit_new_run(
+def validated_bars(
     frame: pd.DataFrame, config: DataConfig, spec: FeatureSpec, source: str, min_rows: int
-) -> NewRunBars:
-    """`frame` validated, its calendar chosen, symbols encoded and the feature library's
-    state (sessions, typical volume, instrument descriptors) fitted on its training rows."""
-    frame, contracts = validated_series(
+) -> tuple[pd.DataFrame, str | None]:
+    """`validated_series` with a new run's settings: the whole frame (in memory) or one
+    symbol's bars (streamed, data/streamed_bars.py) checked alike."""
+    return validated_series(
         frame,
         source=source,
         min_rows=min_rows,
@@ -63,6 +63,14 @@ def fit_new_run(
         roll_adjust=config.roll_adjust,
         may_roll=config.path is not None,  # the built-in bars have no rolls
     )
+
+
+def fit_new_run(
+    frame: pd.DataFrame, config: DataConfig, spec: FeatureSpec, source: str, min_rows: int
+) -> NewRunBars:
+    """`frame` validated, its calendar chosen, symbols encoded and the feature library's
+    state (sessions, typical volume, instrument descriptors) fitted on its training rows."""
+    frame, contracts = validated_bars(frame, config, spec, source, min_rows)
     timezone = timezone_name(frame["timestamp"].dt.tz)
     spec = replace(spec, calendar=new_run_calendar(config, frame, source))
     encoder = CategoryEncoder.fit("symbol", frame["symbol"].unique())

@@ -28,9 +28,8 @@ from foxhunt.data.features import FeatureSpec
 from foxhunt.data.features.fitting import fit_feature_state, merge_states
 from foxhunt.data.fit import new_run_calendar
 from foxhunt.data.io import timezone_name
-from foxhunt.data.new_run import row_splits
+from foxhunt.data.new_run import row_splits, validated_bars
 from foxhunt.data.scaling import CategoryEncoder
-from foxhunt.data.series import validated_series
 from foxhunt.data.symbol_reader import symbol_chunks
 from foxhunt.data.windows import distinct_cuts
 
@@ -85,15 +84,7 @@ def read_new_run(folder: Path, config: DataConfig, spec: FeatureSpec, min_rows: 
     source = str(config.path)
     for chunk in symbol_chunks(config):
         source = str(chunk.attrs.get("source", config.path))
-        valid, contracts = validated_series(
-            chunk,
-            source=source,
-            min_rows=min_rows,
-            extra_columns=spec.user_columns,
-            contract_column=config.contract_column,
-            roll_adjust=config.roll_adjust,
-            may_roll=config.path is not None,  # the built-in bars have no rolls
-        )
+        valid, contracts = validated_bars(chunk, config, spec, source, min_rows)
         del chunk
         symbols = valid["symbol"].to_numpy()
         edges = np.flatnonzero(symbols[1:] != symbols[:-1]) + 1  # sorted by symbol
