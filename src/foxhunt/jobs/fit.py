@@ -122,7 +122,9 @@ def fit(built: BuiltRun, job: JobSetting, memory: MemoryBudget | None = None) ->
         if options.resume:
             # every rank reads the checkpoint rank 0 names; the barrier keeps rank 0 from
             # writing (and pruning) checkpoints before every rank has finished reading
-            name = main_decides(ctx, partial(resume_point, checkpointer, options.resume_from))
+            name = main_decides(
+                ctx, partial(resume_point, checkpointer.storage, options.resume_from)
+            )
             checkpointer.restore(trainer, name)
             barrier()
         if built.checkpointed and ctx.is_main:  # measured, not assumed: first batch, with and

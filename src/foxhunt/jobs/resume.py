@@ -17,7 +17,7 @@ from foxhunt.runs import (
 )
 from foxhunt.storage.bounded import read_json_bounded
 from foxhunt.storage.remote import open_storage
-from foxhunt.training.checkpoint import RESUMABLE_CHANGES, checkpoint_step, config_differences
+from foxhunt.training.checkpoint import RESUMABLE_CHANGES, config_differences, resume_point
 from foxhunt.training.checkpoint_format import read_files
 from foxhunt.training.threads import check_requested
 
@@ -73,19 +73,16 @@ def check_checkpoint_config(
     replaced, then the checkpoint refused them. A checkpoint that is missing or cannot be
     read is left to the restore, which names it."""
     storage = open_storage(checkpoint_location(output_dir, options))
-    step = options.resume_from
-    names = [n for n in storage.list() if step is None or checkpoint_step(n) == step]
-    if not names:
-        return
     try:
-        document, _ = read_files(storage.load(names[-1]))
+        name = resume_point(storage, options.resume_from)
+        document, _ = read_files(storage.load(name))
         saved = document["config"]
-    except Exception:  # the restore names a damaged checkpoint
+    except Exception:  # the restore names a missing or damaged checkpoint
         return
     differences = config_differences(saved, config.to_dict())
     if differences:
         raise ConfigError(
-            f"--resume {output_dir}: {storage.describe(names[-1])} was written by a different "
+            f"--resume {output_dir}: {storage.describe(name)} was written by a different "
             f"configuration ({'; '.join(differences)}); resume with its settings or train a "
             "new run (config.json is left as it was)"
         )

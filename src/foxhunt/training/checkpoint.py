@@ -52,10 +52,11 @@ def checkpoint_step(name: str) -> int | None:
     return int(parts[1]) if len(parts) >= 2 and parts[0] == "step" and parts[1].isdigit() else None
 
 
-def resume_point(checkpointer: Checkpointer, step: int | None = None) -> str:
-    """The checkpoint to resume: the last complete one, or the last one of `step`."""
-    names = checkpointer.storage.list()
-    where = checkpointer.storage.describe("").rstrip("/")
+def resume_point(storage: CheckpointStorage, step: int | None = None) -> str:
+    """The checkpoint in `storage` to resume: the last complete one, or the last one of
+    `step`."""
+    names = storage.list()
+    where = storage.describe("").rstrip("/")
     if not names:
         raise CheckpointError(
             f"no complete checkpoint in {where}: the run stopped before its first one; "
@@ -137,7 +138,7 @@ class Checkpointer:
     def restore(self, trainer: Trainer, name: str | None = None) -> str:
         """Load `name` (default: the latest complete checkpoint) into the trainer."""
         self.storage.clean_partial()  # a killed save's leftovers, before this run saves again
-        name = name or resume_point(self)
+        name = name or resume_point(self.storage)
         files = self.storage.load(name)
         where = self.storage.describe(name)
         try:
