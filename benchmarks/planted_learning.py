@@ -13,7 +13,8 @@ bound) and from the latent state (the floor), the share of the gap between the b
 and the bound that the TFT closed with its 95% day-block interval, the Diebold-Mariano
 p-value of the TFT against the best baseline (one-sided: the TFT better), the TFT minus the best
 baseline with its 95% day-block interval (on the market with no driver the TFT must not be worse
-beyond it), whether the gate kept the initial weights, and the rank
+beyond it), whether the gate kept the initial weights (or which base's head was served
+instead, `--head-fallback`), and the rank
 of each planted driver's inputs in their selection network. A run folder that already holds
 metrics.json is read back, not trained again.
 """
@@ -49,6 +50,15 @@ PLANTED = {"default": ("volume_lead", "event", "regime"), "all": tuple(DRIVER_IN
 
 def foxhunt(*args: str) -> None:
     subprocess.run([sys.executable, "-m", "foxhunt", *args], check=True)
+
+
+def _kept(training: dict[str, Any]) -> str:
+    """ "no" (trained weights), "yes" (the gate kept the head), or the base whose head was
+    served instead (training.head_fallback)."""
+    served = training.get("served_head")
+    if isinstance(served, str):
+        return f"{served} head"
+    return "yes" if training.get("kept_initial") else "no"
 
 
 def run_seed(root: Path, market: str, seed: int, days: int, extra: list[str]) -> dict[str, Any]:
@@ -120,7 +130,7 @@ def row(seed: int, metrics: dict[str, Any], market: str, run: Path) -> str:
         ),
         f"{p:.4f}",
         difference(run, best),
-        "yes" if metrics["training"].get("kept_initial") else "no",
+        _kept(metrics["training"]),
         ", ".join(f"{k} {v}" for k, v in ranks(metrics, market).items()) or "-",
     ]
     return "| " + " | ".join(cells) + " |"

@@ -87,6 +87,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               filled(BEFORE_FORMATS)),
     Migration(2, "data.prepare_workers: feature stores were prepared in one process",
               filled({"data": {"prepare_workers": 1}})),
+    Migration(3, "training.head_fallback: the kept model was served, whatever the other bases",
+              filled({"training": {"head_fallback": False}})),
 )  # fmt: skip
 
 #: the format config.json is written in today

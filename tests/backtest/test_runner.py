@@ -100,7 +100,8 @@ def test_each_fold_says_whose_weights_forecast(
     from foxhunt.backtest.fold_job import weights_of
     from foxhunt.cli.backtest import summary_table
 
-    assert all(fold["weights"] in ("trained", "initial") for fold in uninterrupted["folds"])
+    labels = ("trained", "initial", "head:ewma", "head:har", "head:garch_t", "head:realized_vol")
+    assert all(fold["weights"] in labels for fold in uninterrupted["folds"])
     for weights in ("trained", "initial"):
         run = tmp_path / weights
         run.mkdir()
@@ -111,6 +112,11 @@ def test_each_fold_says_whose_weights_forecast(
         result["folds"][1]["weights"] = weights
         line = summary_table(result).splitlines()[2]
         assert line.startswith(f"fold 1 ({weights} weights") and "tft " in line
+    served = {"training": {"kept_initial": True, "served_head": "garch_t"}}
+    (tmp_path / "trained" / "metrics.json").write_text(json.dumps(served))
+    assert weights_of(tmp_path / "trained") == "head:garch_t"
+    result["folds"][1]["weights"] = "head:garch_t"
+    assert summary_table(result).splitlines()[2].startswith("fold 1 (the garch_t head: it beat")
     (tmp_path / "trained" / "metrics.json").write_text("[1]")
     assert weights_of(tmp_path / "trained") is None and weights_of(tmp_path / "none") is None
 

@@ -5,7 +5,7 @@ the distributed tests spawn inherit it). Each builder takes keyword overrides, s
 needs another size says only what differs.
 """
 
-from .bars import write_bars
+from .bars import garch_bars, write_bars
 from .batches import make_batch, random_batch
 from .calendar_bars import calendar_bars
 from .configs import (
@@ -34,6 +34,7 @@ __all__ = [
     "assert_identical",
     "calendar_bars",
     "fitted",
+    "garch_bars",
     "make_batch",
     "make_trainer",
     "random_batch",

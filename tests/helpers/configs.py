@@ -18,10 +18,12 @@ TINY_DATA = DataConfig(
 #: ``TINY_DATA`` on the command line (tests that read a Parquet file leave it out)
 SYNTHETIC_CLI = ["--synthetic-market", "garch", "--synthetic-days", "8"]
 
-#: the tiny model (8 wide) and batch on the command line; callers add steps, epochs, seed
+#: the tiny model (8 wide) and batch on the command line; callers add steps, epochs, seed.
+#: No head fallback: its seconds per run buy the machinery's tests nothing
+#: (tests/jobs/test_fallback.py tests it)
 TINY_CLI = [
     "--lookback", "16", "--horizon", "4", "--hidden-size", "8", "--variable-hidden-size", "4",
-    "--attention-heads", "2", "--batch-size", "32", "--patience", "0",
+    "--attention-heads", "2", "--batch-size", "32", "--patience", "0", "--no-head-fallback",
 ]  # fmt: skip
 
 
@@ -47,10 +49,11 @@ def small_model(**overrides: Any) -> TFTConfig:
 
 
 def tiny_training(**overrides: Any) -> TrainingConfig:
-    """One epoch of at most 3 steps of 32 windows on the CPU, seed 3, no early stopping."""
+    """One epoch of at most 3 steps of 32 windows on the CPU, seed 3, no early stopping, no
+    head fallback (as ``TINY_CLI``)."""
     fields: dict[str, Any] = {
         "epochs": 1, "batch_size": 32, "max_steps_per_epoch": 3, "patience": 0, "device": "cpu",
-        "seed": 3,
+        "seed": 3, "head_fallback": False,
     }  # fmt: skip
     return TrainingConfig(**{**fields, **overrides})
 

@@ -174,14 +174,19 @@ def _log_done(k: int, folds: int, block: dict[str, Any]) -> None:
 
 
 def weights_of(run_dir: Path) -> str | None:
-    """Whose weights forecast from a run folder: "trained", or "initial" when the gate kept
-    the calibrated head (metrics.json's training.kept_initial); None if it does not say."""
+    """Whose weights forecast from a run folder: "trained", "initial" when the gate kept the
+    calibrated head (metrics.json's training.kept_initial), or "head:NAME" when base NAME's
+    head was served instead (training.served_head, jobs/fallback.py); None if it does not
+    say."""
     try:
         training = dict(read_json_bounded(run_dir / "metrics.json")).get("training")
     except (OSError, UnsafeFileError, TypeError, ValueError):
         return None
     if not isinstance(training, dict) or "kept_initial" not in training:
         return None
+    served = training.get("served_head")
+    if isinstance(served, str):
+        return f"head:{served}"
     return "initial" if training["kept_initial"] else "trained"
 
 

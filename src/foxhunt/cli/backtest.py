@@ -90,13 +90,19 @@ def run(line: argparse.Namespace) -> int:
 WEIGHTS = {"trained": " (trained weights)", "initial": " (initial weights: the gate kept the head)"}
 
 
+def _weights(label: Any) -> str:
+    if isinstance(label, str) and label.startswith("head:"):
+        return f" (the {label[5:]} head: it beat the kept model on validation)"
+    return WEIGHTS.get(label, "")
+
+
 def summary_table(result: dict[str, Any]) -> str:
     """Per fold: the TFT's mean quantile loss and each baseline's; then the aggregate."""
     lines = []
     for fold in result["folds"]:
         names = {"tft": fold["metrics"], **fold["baselines"]}
         cells = ", ".join(f"{n} {_num(m.get('mean_quantile_loss'))}" for n, m in names.items())
-        weights = WEIGHTS.get(fold.get("weights"), "")
+        weights = _weights(fold.get("weights"))
         lines.append(f"fold {fold['index']}{weights}: {cells}")
         lines += _mcs_line(f"fold {fold['index']}", fold)
     s = result["summary"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -43,17 +43,35 @@ class BaseChoice:
         it could not be fitted, NaN without validation windows; {} on a resume (the choice
         stands as saved).
     baselines: the run's baselines fitted on the training span, reused by the test scoring.
+    head_losses: each candidate's calibrated head's mean quantile loss (bp) on the validation
+        windows (`TrainingConfig.head_fallback`, jobs/fallback.py); {} without the fallback.
+    trained_on: the base the network trained on when `name` is a fallback head's (served
+        instead of the kept model), else None; a resume trains on it again.
     """
 
     name: str
     setting: str
     losses: dict[str, float | None]
     baselines: RunBaselines | None
+    head_losses: dict[str, float | None] = field(default_factory=dict)
+    trained_on: str | None = None
 
     def record(self) -> dict[str, Any]:
         """metrics.json's `base`."""
-        losses = {k: None if v is None or math.isnan(v) else v for k, v in self.losses.items()}
-        return {"name": self.name, "setting": self.setting, "validation_loss_bp": losses}
+        out: dict[str, Any] = {
+            "name": self.name,
+            "setting": self.setting,
+            "validation_loss_bp": _finite(self.losses),
+        }
+        if self.head_losses:
+            out["head_validation_loss_bp"] = _finite(self.head_losses)
+        if self.trained_on is not None:
+            out["trained_on"] = self.trained_on
+        return out
+
+
+def _finite(losses: Mapping[str, float | None]) -> dict[str, float | None]:
+    return {k: None if v is None or math.isnan(v) else v for k, v in losses.items()}
 
 
 def candidate(pre: Preprocessor, name: str, baselines: RunBaselines) -> Preprocessor:
@@ -87,11 +105,13 @@ def validation_loss(
 
 
 def choose_base(
-    config: RunConfig, data: PreparedData, *, resumed: str | None
+    config: RunConfig, data: PreparedData, *, resumed: str | None, keep_encoded: bool = False
 ) -> tuple[PreparedData, BaseChoice | None]:
     """`data` scaled by the run's base and the choice; None (and `data` as it is) for the
     rolling base set explicitly, the behaviour before `base`. `resumed`: a resumed run's
-    saved base, which stands (its windows trained with it)."""
+    saved base, which stands (its windows trained with it). The encoded bars are let go
+    unless `keep_encoded` (the head fallback rebases the windows once more)."""
+    kept = data.encoded if keep_encoded else None
     setting = config.data.base
     if resumed is not None and setting not in ("auto", resumed):
         raise ConfigError(
@@ -99,7 +119,7 @@ def choose_base(
             "resume with the data settings of the original run"
         )
     if (resumed or setting) == ROLLING_BASE:
-        return replace(data, encoded=None), None
+        return replace(data, encoded=kept), None
     quantiles = config.model.quantiles
     baselines = fit_run_baselines(data, quantiles, window=config.data.baseline_window)
     names = (resumed,) if resumed else CANDIDATES if setting == "auto" else (setting,)
@@ -131,7 +151,7 @@ def choose_base(
     choice = BaseChoice(
         name=chosen, setting=setting, losses={} if resumed else losses, baselines=baselines
     )
-    return replace(data, encoded=None), choice
+    return replace(data, encoded=kept), choice
 
 
 def _best(losses: Mapping[str, float | None]) -> str:

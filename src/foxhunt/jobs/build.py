@@ -8,10 +8,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from torch import nn
+from torch import Tensor, nn
 
 from foxhunt.data import PreparedData
 from foxhunt.jobs.base import BaseChoice
+from foxhunt.jobs.fallback import HeadFallback
 from foxhunt.jobs.options import JobSetting
 from foxhunt.jobs.prepare import PreparedRun
 from foxhunt.jobs.resume import check_checkpoint_config, check_resumable_config
@@ -43,6 +44,10 @@ class BuiltRun:
     checkpointed: list[str]
     parameters: int
     base: BaseChoice | None = None  # the prepare stage's choice of base volatility
+    fallback: HeadFallback | None = None  # the best other base's head (jobs/fallback.py)
+    #: the model's weights as built (its network's correction zero), which a served
+    #: fallback head restores; None without a fallback
+    initial: dict[str, Tensor] | None = None
 
 
 def build(
@@ -76,7 +81,13 @@ def build(
         checkpointed=checkpointed_segments(model),
         parameters=params,
         base=prepared.base,
+        fallback=prepared.fallback,
+        initial=None if prepared.fallback is None else _snapshot(model),
     )
+
+
+def _snapshot(model: nn.Module) -> dict[str, Tensor]:
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
 def start_run_folder(built: BuiltRun, job: JobSetting) -> None:

@@ -32,6 +32,9 @@ class Fitted:
 
     trainer: Trainer
     state: TrainState
+    #: the base whose calibrated head replaced the kept model after training
+    #: (jobs/fallback.py); None: the kept model is served
+    served_head: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

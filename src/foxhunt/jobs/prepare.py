@@ -14,11 +14,13 @@ from foxhunt.data.planted.files import read_record
 from foxhunt.data.preprocess import ROLLING_BASE
 from foxhunt.errors import ConfigError
 from foxhunt.jobs.base import BaseChoice, choose_base
+from foxhunt.jobs.fallback import HeadFallback, prepare_fallback
 from foxhunt.jobs.options import JobSetting
-from foxhunt.jobs.resume import load_saved_preprocessor, recorded_threads
+from foxhunt.jobs.resume import load_saved_preprocessor, recorded_threads, trained_base
 from foxhunt.model.config import DATA_FIELDS, TFTConfig
 from foxhunt.model.size import check_step_fits_in_memory
 from foxhunt.runs import CONFIG_FILE, RunConfig
+from foxhunt.scoring import fit_run_baselines
 from foxhunt.training.config import resolve_device
 from foxhunt.training.guards import check_early_stopping
 from foxhunt.training.precision import autocast_dtype
@@ -34,6 +36,7 @@ class PreparedRun:
     config: RunConfig
     data: PreparedData
     base: BaseChoice | None = None
+    fallback: HeadFallback | None = None  # the best other base's head (jobs/fallback.py)
 
 
 def fit_model_config(config: TFTConfig, data: PreparedData) -> TFTConfig:
@@ -90,11 +93,40 @@ def prepare(config: RunConfig, job: JobSetting) -> PreparedRun:
     rolling = None if saved is None else replace(saved, base=ROLLING_BASE, base_filter=None)
     read_record(config.data.path)  # a damaged planted record: refused before training
     data = prepare_data(config.data, preprocessor=rolling)
-    data, base = choose_base(config, data, resumed=None if saved is None else saved.base)
+    resumed = None if saved is None else trained_base(job.output_dir, saved.base)
+    fallback = uses_fallback(config, job)
+    data, base = choose_base(config, data, resumed=resumed, keep_encoded=fallback)
     config = replace(config, model=fit_model_config(config.model, data))
+    head = None
+    if fallback:
+        base = base or BaseChoice(
+            name=ROLLING_BASE,
+            setting=config.data.base,
+            losses={},
+            baselines=fit_run_baselines(
+                data, config.model.quantiles, window=config.data.baseline_window
+            ),
+        )
+        assert base.baselines is not None
+        means, head = prepare_fallback(config, data, base.baselines, base.name)
+        base = replace(base, head_losses=means)
+        data = replace(data, encoded=None)  # the windows hold what training needs
     # before a 10**7 hidden size or a 10**5 lookback allocates anything
     check_step_fits_in_memory(
         config.model, config.training.batch_size, model_class=config.model_class
     )
     check_early_stopping(config.training, data)
-    return PreparedRun(config=config, data=data, base=base)
+    return PreparedRun(config=config, data=data, base=base, fallback=head)
+
+
+def uses_fallback(config: RunConfig, job: JobSetting) -> bool:
+    """Does this run prepare a head fallback (`TrainingConfig.head_fallback`)? Only the
+    main rank serves one, and a QAT run has no initial weights to fall back to."""
+    training = config.training
+    return (
+        training.head_fallback
+        and training.validate_initial
+        and config.model.output == "baseline"
+        and job.is_main
+        and job.options.qat is None
+    )

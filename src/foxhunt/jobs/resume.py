@@ -5,14 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
+from foxhunt.baselines.base import CANDIDATES
 from foxhunt.data import Preprocessor
 from foxhunt.errors import ConfigError, FoxhuntError
 from foxhunt.migrations import sections_of
 from foxhunt.runs import (
     CHECKPOINTS_DIR,
     CONFIG_FILE,
+    METRICS_FILE,
     PREPROCESSOR_FILE,
     RunConfig,
+    metrics_base,
     read_preprocessor,
 )
 from foxhunt.storage.bounded import read_json_bounded
@@ -43,6 +46,14 @@ def load_saved_preprocessor(output_dir: Path) -> Preprocessor:
             f"--resume {output_dir}: {path} not found; is it the --output-dir of an earlier run?"
         )
     return read_preprocessor(path)  # the checks of load_run; the window is compared later
+
+
+def trained_base(output_dir: Path, saved: str) -> str:
+    """The base a resumed run's network trained on: `saved` (preprocessor.json's), unless
+    metrics.json says a fallback head was served on another (`base.trained_on`)."""
+    base = metrics_base(output_dir / METRICS_FILE)
+    trained = base.get("trained_on") if base is not None else None
+    return trained if trained in CANDIDATES else saved
 
 
 def check_resumable_config(output_dir: Path, config: RunConfig) -> None:

@@ -24,7 +24,11 @@ def training_record(built: BuiltRun, fitted: Fitted, seconds: float) -> dict[str
         "initial_val_loss": state.initial_val_loss,
         # no trained epoch replaced the initial weights (training/selection.py): the model
         # forecasts with its calibrated volatility head, the network as it was initialized
-        "kept_initial": built.config.training.validate_initial and state.best_epoch == -1,
+        # or a fallback head replaced the kept model (jobs/fallback.py): the network as
+        # initialized again, under another base's head
+        "kept_initial": (built.config.training.validate_initial and state.best_epoch == -1)
+        or fitted.served_head is not None,
+        "served_head": fitted.served_head,
         "steps": state.global_step,
         "skipped_steps": state.skipped_steps,
         "stopped_early": state.stopped_early,

@@ -9,7 +9,7 @@ transforms. Load a model through ``foxhunt.serving.load_run``, the one loader of
 exports (a run folder's branch: ``foxhunt/trained_run.py``, which applies the transforms).
 """
 
-from foxhunt.runs.checks import RunFileError, read_preprocessor
+from foxhunt.runs.checks import RunFileError, metrics_base, read_preprocessor
 from foxhunt.runs.config import RunConfig, versions
 from foxhunt.runs.files import (
     BASELINE_FILE,
@@ -99,6 +99,7 @@ __all__ = [
     "is_export",
     "is_onnx_export",
     "load_run_folder",
+    "metrics_base",
     "new_identity",
     "read_baseline_state",
     "read_history_lines",

@@ -190,7 +190,10 @@ def check_same_run(run_dir: Path, data: DataConfig, pre: Preprocessor) -> None:
         found = first_incompatible(pre, data, spec)
     except FoxhuntError as exc:  # a config value the check cannot read (a bad max_gap)
         raise RunFileError(f"{config_path}: {exc}") from None
-    if found is None and data.base not in ("auto", pre.base):
+    base = metrics_base(run_dir / "metrics.json")
+    # a served fallback head (jobs/fallback.py): the base set is the one the network trained on
+    trained_on = base.get("trained_on") if base is not None else None
+    if found is None and data.base not in ("auto", pre.base, trained_on):
         found = ("base", pre.base)
     if found is not None:
         name, saved = found
@@ -199,16 +202,21 @@ def check_same_run(run_dir: Path, data: DataConfig, pre: Preprocessor) -> None:
             f"with {saved!r}: one of them was edited or comes from another run; restore it "
             "(a run's settings are changed by training again)"
         )
-    metrics = run_dir / "metrics.json"
-    if metrics.is_file():
-        record = read_json_bounded(metrics)
-        base = record.get("base") if isinstance(record, dict) else None
-        chosen = base.get("name") if isinstance(base, dict) else None
-        if chosen is not None and chosen != pre.base:
-            raise RunFileError(
-                f"{metrics} has base.name = {chosen!r} but {pre_path} has base = {pre.base!r}: "
-                "one of them was edited or comes from another run; restore it"
-            )
+    chosen = base.get("name") if base is not None else None
+    if chosen is not None and chosen != pre.base:
+        raise RunFileError(
+            f"{run_dir / 'metrics.json'} has base.name = {chosen!r} but {pre_path} has base = "
+            f"{pre.base!r}: one of them was edited or comes from another run; restore it"
+        )
+
+
+def metrics_base(path: Path) -> dict[str, Any] | None:
+    """metrics.json's `base` record (the base chosen, served, trained on), if it has one."""
+    if not path.is_file():
+        return None
+    record = read_json_bounded(path)
+    base = record.get("base") if isinstance(record, dict) else None
+    return base if isinstance(base, dict) else None
 
 
 def check_volatility_profile(path: Path, pre: Preprocessor) -> None:

@@ -74,7 +74,10 @@ def results_table(metrics: dict[str, Any], quantiles: tuple[float, ...]) -> str:
     table = format_table(rows, quantiles, metrics["unit"], metrics.get("differences"), references)
     if oracle:
         table += "\n" + oracle_line(oracle)
-    if kept_initial(metrics):
+    served = metrics.get("training", {}).get("served_head")
+    if isinstance(served, str):
+        table += "\n" + SERVED_HEAD.format(base=served)
+    elif kept_initial(metrics):
         table += "\n" + KEPT_INITIAL
     return table
 
@@ -83,6 +86,13 @@ KEPT_INITIAL = (
     "the gate kept the initial weights: no trained epoch beat them on validation with the "
     "required confidence, so the tft row is its calibrated volatility head and the "
     "network's importances and attention are those of its untrained initialization"
+)
+
+
+SERVED_HEAD = (
+    "the {base} base's calibrated head replaced the kept model: it beat it on validation "
+    "(training.head_fallback), so the tft row is that head's forecast and the network's "
+    "importances and attention are those of its untrained initialization"
 )
 
 

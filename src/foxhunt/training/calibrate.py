@@ -58,6 +58,20 @@ def _head_loss(
     return lambda head: quantile_loss(head(zero, scale, signal), target, quantiles, weight)
 
 
+def head_forecasts(head: BaselineQuantiles, dataset: Dataset[TFTBatch]) -> tuple[Tensor, Tensor]:
+    """The head alone on every window of `dataset`: quantile forecasts [N, H, Q] with the
+    network's correction at zero (what a model at its initial weights forecasts; float64)
+    and the targets [N, H]."""
+    scale, signal, target = _gather(dataset)
+    zero = torch.zeros(*target.shape, len(head.z), dtype=torch.float64)
+    work = head.double()
+    try:
+        with torch.no_grad():
+            return work(zero, scale, signal), target
+    finally:
+        head.float()
+
+
 def calibrate_baseline(
     model: nn.Module,
     dataset: Dataset[TFTBatch],

@@ -77,6 +77,14 @@ class TrainingConfig:
             weights only if a day-block bootstrap of the paired per-window validation losses
             says it is better with this confidence (one-sided, in [0, 1); 0 = any improvement
             counts). Later epochs then compete as usual (training/selection.py).
+        head_fallback: with validate_initial and output="baseline", after training: each
+            other base of `DataConfig.base`'s candidates (EWMA, HAR, GARCH-t, the rolling
+            RMS) gets its own calibrated head, scored on the same validation windows; the best
+            replaces the kept model when it beats it (with initial_confidence when the kept
+            model is a trained network; by its mean loss when it is the training base's own
+            head). The run then serves that head, its base saved as the run's
+            (jobs/fallback.py). The network trains on the rolling base, where it learns the
+            drivers best, and a market with nothing to learn still gets the best head.
         lr_schedule: "constant" (lr throughout); "cosine": linear warm-up to lr, then a half
             cosine down to min_lr at the last step; "onecycle": torch's OneCycleLR peaking
             at lr after the warm-up (training/schedule.py). Stepped per optimizer step over
@@ -115,6 +123,7 @@ class TrainingConfig:
     validate_initial: bool = True
     calibrate: bool = True
     initial_confidence: float = setting(0.95, range=FRACTION)
+    head_fallback: bool = True
     lr_schedule: LRSchedule = "constant"
     warmup_steps: int | None = setting(None, range=Range(0))
     warmup_fraction: float = setting(0.05, range=FRACTION)
@@ -148,7 +157,7 @@ class TrainingConfig:
                 f"training.loss_weighting must be one of {LOSS_WEIGHTINGS}, "
                 f"got {self.loss_weighting!r}"
             )
-        for name in ("validate_initial", "calibrate"):
+        for name in ("validate_initial", "calibrate", "head_fallback"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(
                     f"training.{name} must be True or False, got {getattr(self, name)!r}"
