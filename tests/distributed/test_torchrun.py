@@ -24,7 +24,8 @@ def run_torchrun(tmp_path: Path, device: str) -> tuple[subprocess.CompletedProce
     out = tmp_path / "run"
     command = [
         *torchrun(), "--standalone", "--nproc_per_node=2", "-m", "foxhunt",
-        *cli_args("--epochs", "1", "--dist-timeout", "60", "--output-dir", str(out)),
+        # the head fallback as it ships (TINY_CLI turns it off): rank 0 alone prepares it
+        *cli_args("--epochs", "1", "--head-fallback", "--dist-timeout", "60", "--output-dir", str(out)),
         "--device", device,
     ]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -35,6 +36,12 @@ def run_torchrun(tmp_path: Path, device: str) -> tuple[subprocess.CompletedProce
     assert done.stdout.count("run saved to") == 1  # rank 0 alone prints
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["training"]["steps"] == 4
+    assert set(metrics["base"]["head_validation_loss_bp"]) == {
+        "realized_vol",
+        "ewma",
+        "har",
+        "garch_t",
+    }
     assert (out / "checkpoints").is_dir()
     return done, out
 
