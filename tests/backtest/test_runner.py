@@ -215,3 +215,51 @@ def test_refit_none_forecasts_every_fold_with_the_first_model(tmp_path: Path) ->
         assert len(frame) == result["folds"][k]["windows"]["test"] * CONFIG.data.horizon
         assert frame[["q0.1", "q0.5", "q0.9"]].notna().all().all()
         assert result["folds"][k]["metrics"]["mean_quantile_loss"] > 0
+
+
+def test_a_backtests_folds_prepare_once_and_a_rerun_reuses_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What a fold's data costs (`run_fold`: its purge check, then its train job's data stage)
+    with a feature store, without training: each fold's split is its own entry, prepared
+    once; a second backtest on the same bars prepares nothing."""
+    from foxhunt.backtest.fold_job import check_fold_data, fold_config
+    from foxhunt.backtest.folds import cut_folds, parse_embargo
+    from foxhunt.data import feature_store
+    from foxhunt.data.pipeline import load_frame
+    from foxhunt.jobs import prepare as prepare_module
+    from foxhunt.jobs.options import JobSetting
+
+    prepared: list[object] = []  # the entries prepared (in memory or a symbol at a time)
+    original = feature_store._write
+
+    def counted(root: Path, key: str, config: DataConfig, *args: Any) -> Any:
+        prepared.append(config.split)
+        return original(root, key, config, *args)
+
+    monkeypatch.setattr(feature_store, "_write", counted)
+    # the model's size check builds it (seconds): not what this test is about
+    monkeypatch.setattr(prepare_module, "check_step_fits_in_memory", lambda *a, **k: None)
+    config = replace(CONFIG, data=replace(DATA, feature_store=str(tmp_path / "store")))
+    times = pd.DatetimeIndex(load_frame(DATA)["timestamp"])
+    folds = cut_folds(times, folds=2, scheme=BT.scheme, test_size=None,
+                      embargo=parse_embargo(BT.embargo), val_fraction=DATA.val_fraction)  # fmt: skip
+    caplog.set_level("INFO", logger="foxhunt.data")
+
+    def backtest_data() -> list[int]:
+        windows = []
+        for k in range(2):
+            fold = fold_config(config, folds[k])
+            windows.append(check_fold_data(fold, folds, k)["train"])
+            run = prepare_module.prepare(fold, JobSetting(output_dir=tmp_path / str(k)))
+            assert len(run.data.train) == windows[-1]
+        return windows
+
+    first = backtest_data()
+    assert len(prepared) == 2 and prepared[0] != prepared[1]  # once a fold: check and train
+    assert caplog.text.count("feature store: reusing") == 2
+    prepared.clear()
+    caplog.clear()
+    assert backtest_data() == first
+    assert prepared == []  # the rerun reuses every fold's entry
+    assert caplog.text.count("feature store: reusing") == 4

@@ -96,7 +96,7 @@ def test_cross_is_prepared_in_memory_and_says_so(
 def test_a_streamed_store_too_large_stops_before_computing(
     bars: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(footprint_module, "available_bytes", lambda: 1_000_000)
+    monkeypatch.setattr(footprint_module, "available_bytes", lambda: 100_000)
 
     def never(*args: object, **kwargs: object) -> Features:
         raise AssertionError("computed the features")

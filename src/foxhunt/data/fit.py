@@ -72,10 +72,9 @@ def fit_preprocessor(
         symbols=symbols.cardinality,
         bucket_minutes=round(bar_spacing_ns / 60e9),
     )
-    return Preprocessor(
+    return new_preprocessor(
+        config,
         spec=spec,
-        lookback=config.lookback,
-        horizon=config.horizon,
         scaler=scaler
         or StandardScaler.fit(
             names,
@@ -85,6 +84,34 @@ def fit_preprocessor(
             rows=train,  # no copy of every training row: one symbol's at a time
         ),
         target_scaler=TargetScaler.fit(encoded.features.returns[train]),
+        profile=profile,
+        max_gap_ns=max_gap_ns,
+        bar_spacing_ns=bar_spacing_ns,
+        timezone=timezone,
+        symbols=symbols,
+    )
+
+
+def new_preprocessor(
+    config: DataConfig,
+    *,
+    spec: FeatureSpec,
+    scaler: StandardScaler,
+    target_scaler: TargetScaler,
+    profile: IntradayProfile,
+    max_gap_ns: int | None,
+    bar_spacing_ns: int,
+    timezone: str,
+    symbols: CategoryEncoder,
+) -> Preprocessor:
+    """A new run's preprocessor of what was fitted on its training rows (here, or a symbol at
+    a time: data/symbol_plan.py)."""
+    return Preprocessor(
+        spec=spec,
+        lookback=config.lookback,
+        horizon=config.horizon,
+        scaler=scaler,
+        target_scaler=target_scaler,
         max_gap_ns=max_gap_ns,
         bar_spacing_ns=bar_spacing_ns,
         timezone=timezone,
@@ -110,12 +137,17 @@ def _check_every_symbol_trains(
     mine = encoded.symbol_codes == code
     train_times = encoded.times[splits == 0]
     span = f"{train_times.min()} .. {train_times.max()}" if len(train_times) else "empty"
-    raise DataError(
-        f"{encoded.frame.attrs.get('source', 'the bars')}: symbol "
-        f"{symbols.categories[code]!r} has no training bar with complete features (its first "
-        f"bar is {encoded.times[mine].min()}, the training span {span}): nothing fits its "
-        "scaler or embedding; leave it out (--symbols the others) or use bars where it trades "
-        "earlier"
+    source = encoded.frame.attrs.get("source", "the bars")
+    raise untrained(source, symbols.categories[code], encoded.times[mine].min(), span)
+
+
+def untrained(source: str, symbol: str, first: pd.Timestamp, span: str) -> DataError:
+    """The error of a symbol without a finite training row (`first`: its first bar, `span`:
+    the training span of every symbol)."""
+    return DataError(
+        f"{source}: symbol {symbol!r} has no training bar with complete features (its first "
+        f"bar is {first}, the training span {span}): nothing fits its scaler or embedding; "
+        "leave it out (--symbols the others) or use bars where it trades earlier"
     )
 
 

@@ -17,9 +17,9 @@ from foxhunt.errors import DataError
 LIBRARY_ROW_BYTES = 460
 #: today's inputs alone are float64 columns stacked into a second float64 matrix
 PLAIN_ROW_BYTES = 100
-#: bytes per bar a preparation streamed a symbol at a time (data/streamed.py) holds for every
-#: bar of every symbol: the bars read and validated, times, codes, returns, the windows' and
-#: the base volatility's vectors
+#: bytes per bar a preparation streamed a symbol at a time (data/streamed.py) holds for the
+#: symbol it prepares, beside its matrix: its bars read and validated, times, codes, returns,
+#: the windows' and the base volatility's vectors
 STREAMED_ROW_BYTES = 300
 CGROUP = Path("/sys/fs/cgroup")
 
@@ -67,13 +67,11 @@ def check_matrix_fits(rows: int, spec: FeatureSpec, *, source: str, store: str |
     )
 
 
-def check_symbol_fits(
-    longest: int, rows: int, spec: FeatureSpec, *, source: str, workers: int = 1
-) -> None:
+def check_symbol_fits(longest: int, spec: FeatureSpec, *, source: str, workers: int = 1) -> None:
     """DataError (exit 2) before the features are computed when a store prepared a symbol at
     a time will not fit: the `longest` symbol's matrix (in each of `workers` processes)
-    beside every one of `rows` bars' vectors."""
-    need = workers * matrix_bytes(longest, spec) + rows * STREAMED_ROW_BYTES
+    beside its vectors (nothing of the other symbols is held)."""
+    need = workers * matrix_bytes(longest, spec) + longest * STREAMED_ROW_BYTES
     available = available_bytes()
     if need <= available:
         return
@@ -81,7 +79,7 @@ def check_symbol_fits(
     raise DataError(
         f"{source}: preparing the feature store a symbol at a time needs about "
         f"{need / 1e9:.1f} GB of memory (the longest symbol's {longest:,} bars x {inputs} "
-        f"inputs, and {rows:,} bars in all) and {available / 1e9:.1f} GB is available; "
+        f"inputs) and {available / 1e9:.1f} GB is available; "
         "prepare it on a machine with that memory (a run with the same bars reuses it), or "
         "use fewer bars (--start, --end, --symbols) or inputs (--feature-groups)"
     )

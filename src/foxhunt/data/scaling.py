@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -168,6 +168,40 @@ def _running_sum(
     return (np.zeros(width) if total is None else total), count
 
 
+PAIRWISE_LEAF = 1 << 16  # values summed by one np.add.reduce (numpy's tree below it)
+
+
+def pairwise_mean_square(blocks: Iterator[np.ndarray], count: int) -> float:
+    """`np.mean(np.square(values, dtype=np.float64))` of the `count` values that `blocks`
+    yields in order, bit for bit, never holding more than a leaf of them. numpy sums a
+    contiguous float64 column pairwise: a column of n > 128 values is the sum of its first
+    n2 = n // 2 (less n2 % 8) and of the rest, each summed alike, so the tree depends only
+    on n: below PAIRWISE_LEAF values a subtree is `np.add.reduce` of its slice, and the
+    subtrees' sums are added as numpy adds them (a test compares it with np.mean)."""
+    pending: list[np.ndarray] = []
+    held = 0
+
+    def take(n: int) -> np.ndarray:
+        nonlocal held
+        while held < n:
+            block = np.square(next(blocks), dtype=np.float64)
+            pending.append(block)
+            held += len(block)
+        values = np.concatenate(pending) if len(pending) > 1 else pending[0]
+        pending[:] = [values[n:]]
+        held -= n
+        return values[:n]
+
+    def tree(n: int) -> np.float64:
+        if n <= PAIRWISE_LEAF:
+            return np.float64(np.add.reduce(take(n)))
+        half = n // 2
+        half -= half % 8
+        return tree(half) + tree(n - half)
+
+    return float(tree(count) / count)
+
+
 @dataclass(frozen=True)
 class TargetScaler:
     """Divides returns by their training root mean square: scaled, never centered, so a
@@ -178,9 +212,16 @@ class TargetScaler:
     @classmethod
     def fit(cls, returns: np.ndarray) -> TargetScaler:
         finite = returns[np.isfinite(returns)]
-        if len(finite) == 0:
+        return cls.fit_streamed(lambda: iter([finite]), len(finite))
+
+    @classmethod
+    def fit_streamed(cls, blocks: Callable[[], Iterator[np.ndarray]], count: int) -> TargetScaler:
+        """`fit` of the finite returns that `blocks()` yields in order, `count` in all: the
+        mean square summed leaf by leaf as numpy's pairwise sum does (`pairwise_mean_square`),
+        so a symbol at a time gives the numbers of the whole column (streamed.py)."""
+        if count == 0:
             raise DataError("no finite training returns to fit the target scale on")
-        rms = float(np.sqrt(np.mean(np.square(finite, dtype=np.float64))))
+        rms = float(np.sqrt(pairwise_mean_square(blocks(), count)))
         return cls(rms if rms > STD_FLOOR else 1.0)
 
     def transform(self, returns: np.ndarray) -> np.ndarray:

@@ -3,8 +3,8 @@
 
 1. Each symbol's bars are read (`symbol_reader.symbol_chunks`), validated by the same code
    as the whole frame (`series.validated_series`: every check is within a symbol, so its
-   rows sorted come out as the whole frame's do) and kept in a scratch file of the store's
-   staging folder; the [N] vectors (times, symbol and series codes, high and low) stay.
+   rows sorted come out as the whole frame's do) and kept in scratch files of the store's
+   staging folder: its rows and its [n] vectors (times, series codes, high and low).
 2. What needs every symbol is gathered on the way: the distinct times (the split cuts,
    `windows.distinct_cuts`), the spacings between bars (their median, from counts), the
    longest series and the symbols (the encoder, the calendar).
@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import functools
 import itertools
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -36,21 +35,21 @@ from foxhunt.data.windows import distinct_cuts
 
 @dataclass(frozen=True)
 class SymbolBars:
-    """Validated bars, a symbol per scratch file, the [N] vectors the windows need and what
-    was fitted on them (in symbol code order)."""
+    """Validated bars, a symbol per scratch file (its rows and its [n] vectors), and what
+    was fitted on them (in symbol code order). Nothing of it grows with the number of bars
+    but `cuts`' distinct times, gathered on the way."""
 
     source: str
     spec: FeatureSpec  # with its calendar and the feature state fitted on the training rows
     symbols: CategoryEncoder
-    codes: np.ndarray  # [N] symbol codes, non-decreasing
-    series: np.ndarray  # [N] series codes (a symbol, or one per contract), non-decreasing
-    times: pd.DatetimeIndex  # [N] "timestamp", in the bars' zone
-    high_low: pd.DataFrame  # [N] high and low: the range loss's targets
     cuts: np.ndarray  # the split times of all the bars
     spacing_ns: int
     timezone: str
+    tz: object  # the bars' zone, as pandas holds it
     ranges: list[tuple[int, int]]  # each symbol's [first, stop) rows
+    series_offsets: tuple[int, ...]  # each symbol's first series code
     files: tuple[Path, ...]  # each symbol's validated rows
+    vectors: tuple[Path, ...]  # each symbol's [n] vectors (`SymbolRows`)
 
     def frame(self, code: int) -> pd.DataFrame:
         """Symbol `code`'s validated rows, indexed as in the whole frame."""
@@ -59,28 +58,56 @@ class SymbolBars:
         frame.index = pd.RangeIndex(first, stop)
         return frame
 
+    def rows(self, code: int) -> SymbolRows:
+        """Symbol `code`'s [n] vectors, its series codes numbered as in the whole frame."""
+        with np.load(self.vectors[code]) as saved:
+            return SymbolRows(
+                times_ns=saved["times_ns"],
+                series=saved["series"] + self.series_offsets[code],
+                high=saved["high"],
+                low=saved["low"],
+            )
+
+    def times(self, times_ns: np.ndarray) -> pd.DatetimeIndex:
+        """`times_ns` as the whole frame's "timestamp" index (in the bars' zone)."""
+        utc = pd.DatetimeIndex(times_ns.view("M8[ns]"), name="timestamp").tz_localize("UTC")
+        return utc.tz_convert(self.tz)  # type: ignore[arg-type]
+
     def close(self) -> None:
-        for file in self.files:
+        for file in (*self.files, *self.vectors):
             file.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
-class _Part:
-    """One symbol's validated rows in `file` and its vectors."""
+class SymbolRows:
+    """One symbol's [n] vectors."""
 
-    file: Path
     times_ns: np.ndarray
-    series: np.ndarray  # from 0 within the symbol
+    series: np.ndarray
     high: np.ndarray
     low: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One symbol's validated rows in `file`, its vectors in `vectors`, and what the
+    whole frame's fit needs of them."""
+
+    file: Path
+    vectors: Path
+    rows: int
+    series: int  # its number of series
+    longest: int  # its longest series
+    spacings: tuple[np.ndarray, np.ndarray]  # distinct spacings between its bars, and counts
     tz: object
     contracts: str | None
 
 
 def read_new_run(folder: Path, config: DataConfig, spec: FeatureSpec, min_rows: int) -> SymbolBars:
     """The bars of `config` read, validated and fitted a symbol at a time, each symbol's
-    rows in a scratch file in `folder`."""
+    rows and vectors in scratch files in `folder`."""
     parts: dict[str, _Part] = {}
+    distinct = np.zeros(0, np.int64)  # the distinct times of all the bars: the split cuts
     source = str(config.path)
     for chunk in symbol_chunks(config):
         source = str(chunk.attrs.get("source", config.path))
@@ -90,36 +117,44 @@ def read_new_run(folder: Path, config: DataConfig, spec: FeatureSpec, min_rows: 
         edges = np.flatnonzero(symbols[1:] != symbols[:-1]) + 1  # sorted by symbol
         for lo, hi in itertools.pairwise([0, *edges.tolist(), len(valid)]):
             part = valid.iloc[lo:hi].reset_index(drop=True)
-            parts[str(symbols[lo])] = _keep(part, folder / f"bars-{len(parts)}.pkl", contracts)
+            stem = folder / f"bars-{len(parts)}"
+            parts[str(symbols[lo])], times_ns = _keep(part, stem, contracts)
+            if config.split is None:
+                distinct = np.union1d(distinct, times_ns)
         del valid
     names = sorted(parts)
     ordered = [parts[name] for name in names]
-    return _fitted(ordered, names, config, spec, source)
+    return _fitted(ordered, names, config, spec, source, distinct)
 
 
-def _keep(part: pd.DataFrame, file: Path, contracts: str | None) -> _Part:
+def _keep(part: pd.DataFrame, stem: Path, contracts: str | None) -> tuple[_Part, np.ndarray]:
+    """`part` (one symbol's rows) and its vectors into scratch files; its times."""
+    file, vectors = stem.with_suffix(".pkl"), stem.with_suffix(".npz")
     part.to_pickle(file)
     times = pd.DatetimeIndex(part["timestamp"])
     starts = contract_series_starts(np.zeros(len(part), np.int64), part, contracts)
-    return _Part(
+    series = np.cumsum(starts) - 1
+    times_ns = times.as_unit("ns").asi8
+    high, low = part["high"].to_numpy(np.float64), part["low"].to_numpy(np.float64)
+    np.savez(vectors, times_ns=times_ns, series=series, high=high, low=low)
+    same = series[1:] == series[:-1]
+    kept = _Part(
         file=file,
-        times_ns=times.as_unit("ns").asi8,
-        series=np.cumsum(starts) - 1,
-        high=part["high"].to_numpy(np.float64),
-        low=part["low"].to_numpy(np.float64),
+        vectors=vectors,
+        rows=len(part),
+        series=int(series[-1]) + 1,
+        longest=int(np.bincount(series).max()),
+        spacings=np.unique(np.diff(times_ns)[same], return_counts=True),
         tz=times.tz,
         contracts=contracts,
     )
+    return kept, times_ns
 
 
 def _median_spacing(parts: list[_Part]) -> int:
     """`windows.median_spacing_ns` of all the bars, from each symbol's counts of spacings."""
-    values, counts = [], []
-    for part in parts:
-        same = part.series[1:] == part.series[:-1]
-        value, count = np.unique(np.diff(part.times_ns)[same], return_counts=True)
-        values.append(value)
-        counts.append(count)
+    values = [part.spacings[0] for part in parts]
+    counts = [part.spacings[1] for part in parts]
     value, where = np.unique(np.concatenate(values), return_inverse=True)
     count = np.bincount(where, weights=np.concatenate(counts)).astype(np.int64)
     n = int(count.sum())
@@ -132,47 +167,46 @@ def _median_spacing(parts: list[_Part]) -> int:
 
 
 def _fitted(
-    parts: list[_Part], names: list[str], config: DataConfig, spec: FeatureSpec, source: str
+    parts: list[_Part],
+    names: list[str],
+    config: DataConfig,
+    spec: FeatureSpec,
+    source: str,
+    distinct: np.ndarray,
 ) -> SymbolBars:
     tz = parts[0].tz
     timezone = timezone_name(tz)  # type: ignore[arg-type]
     spec = replace(spec, calendar=new_run_calendar(config, pd.DataFrame({"symbol": names}), source))
-    lengths = [len(p.times_ns) for p in parts]
-    ranges = list(itertools.pairwise(np.cumsum([0, *lengths]).tolist()))
-    offsets = np.cumsum([0, *(int(p.series[-1]) + 1 for p in parts)])
-    series = np.concatenate([p.series + offsets[i] for i, p in enumerate(parts)])
-    times_ns = np.concatenate([p.times_ns for p in parts])
-    cuts = row_splits(times_ns[:0], config)[0]  # a walk-forward fold's explicit bounds
+    ranges = list(itertools.pairwise(np.cumsum([0, *(p.rows for p in parts)]).tolist()))
+    offsets = np.cumsum([0, *(p.series for p in parts)])[:-1].tolist()
+    cuts = row_splits(np.zeros(0, np.int64), config)[0]  # a walk-forward fold's explicit bounds
     if config.split is None:
-        distinct = functools.reduce(np.union1d, (np.unique(p.times_ns) for p in parts))
         cuts = distinct_cuts(distinct, config.val_fraction, config.test_fraction)
     spacing = _median_spacing(parts)
     bars = SymbolBars(
         source=source,
         spec=spec,
         symbols=CategoryEncoder.fit("symbol", names),
-        codes=np.repeat(np.arange(len(parts), dtype=np.int64), lengths),
-        series=series,
-        times=pd.DatetimeIndex(times_ns.view("M8[ns]"), name="timestamp")
-        .tz_localize("UTC")
-        .tz_convert(tz),  # type: ignore[arg-type]
-        high_low=_high_low(parts, source),
         cuts=cuts,
         spacing_ns=spacing,
         timezone=timezone,
+        tz=tz,
         ranges=ranges,
+        series_offsets=tuple(offsets),
         files=tuple(p.file for p in parts),
+        vectors=tuple(p.vectors for p in parts),
     )
-    longest = int(np.bincount(series).max())
+    longest = max(p.longest for p in parts)
     states = []
-    for code, part in enumerate(parts):
+    for code in range(len(parts)):
         frame = bars.frame(code)
+        rows = bars.rows(code)
         states.append(
             fit_feature_state(
                 frame,
                 spec,
-                series_codes=part.series,
-                train=row_splits(part.times_ns, config, cuts)[1] == 0,
+                series_codes=rows.series - offsets[code],
+                train=row_splits(rows.times_ns, config, cuts)[1] == 0,
                 timezone=timezone,
                 spacing_ns=spacing,
                 contract_column=find_contract_column(frame, config.contract_column, source),
@@ -180,14 +214,3 @@ def _fitted(
             )
         )
     return replace(bars, spec=merge_states(spec, states))
-
-
-def _high_low(parts: list[_Part], source: str) -> pd.DataFrame:
-    frame = pd.DataFrame(
-        {
-            "high": np.concatenate([p.high for p in parts]),
-            "low": np.concatenate([p.low for p in parts]),
-        }
-    )
-    frame.attrs["source"] = source
-    return frame

@@ -22,8 +22,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from foxhunt.data.config import DataConfig
 from foxhunt.data.features import FeatureSpec, compute_features
 from foxhunt.data.features.fitting import train_ranges
+from foxhunt.data.new_run import row_splits
 
 BLOCK_ROWS = 1 << 16  # rows written to the scratch file at a time
 
@@ -31,9 +33,10 @@ BLOCK_ROWS = 1 << 16  # rows written to the scratch file at a time
 @dataclass(frozen=True)
 class SymbolJob:
     bars: Path  # the symbol's validated rows (pickled)
-    first: int  # its rows of the matrix: [first, first + len(series))
-    series: np.ndarray  # [n] its series codes
-    train: np.ndarray  # [n] bool: its training rows
+    vectors: Path  # its [n] vectors (streamed_bars.SymbolRows; series codes from 0)
+    first: int  # its rows of the matrix: [first, first + n)
+    config: DataConfig  # with `cuts`, which rows train
+    cuts: np.ndarray
     spec: FeatureSpec
     timezone: str
     scratch: Path  # the [N, width] float32 scratch matrix
@@ -53,22 +56,24 @@ def compute_symbol(job: SymbolJob) -> SymbolInputs:
     """`job`'s symbol's features, its rows of the scratch matrix written."""
     frame: pd.DataFrame = pd.read_pickle(job.bars)
     frame.index = pd.RangeIndex(job.first, job.first + len(frame))
-    part = compute_features(
-        frame, job.spec, timezone=job.timezone, symbol_codes=job.series - job.series[0]
-    )
+    with np.load(job.vectors) as saved:
+        series, times_ns = saved["series"], saved["times_ns"]
+    part = compute_features(frame, job.spec, timezone=job.timezone, symbol_codes=series)
     del frame
     row_bytes = job.width * np.dtype(np.float32).itemsize
     with open(job.scratch, "r+b") as file:
         for lo in range(0, len(part.inputs), BLOCK_ROWS):
             file.seek((job.first + lo) * row_bytes)
             file.write(np.ascontiguousarray(part.inputs[lo : lo + BLOCK_ROWS]).data)
-    low, high = train_ranges(part.inputs, job.train)
+    train = row_splits(times_ns, job.config, job.cuts)[1] == 0
+    low, high = train_ranges(part.inputs, train)
     return SymbolInputs(job.first, part.returns, low, high, os.getpid())
 
 
 def symbol_inputs(jobs: list[SymbolJob], workers: int) -> Iterator[SymbolInputs]:
     """Each job's `compute_symbol`, in order: here with one worker, else in `workers`
-    spawned processes (each holding one symbol's matrix at a time)."""
+    spawned processes (each holding one symbol's matrix at a time; a job names its files,
+    so the jobs waiting hold no vector of their bars)."""
     if workers == 1 or len(jobs) == 1:
         yield from map(compute_symbol, jobs)
         return

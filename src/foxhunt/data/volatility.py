@@ -12,6 +12,7 @@ reaches back into another symbol's series.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -94,14 +95,29 @@ class IntradayProfile:
         does (a symbol without training rows gets the curve of all rows); one symbol: `fit`."""
         if symbols == 1:
             return cls.fit(returns, minutes, bucket_minutes=bucket_minutes)
-        pooled = cls.fit(returns, minutes, bucket_minutes=bucket_minutes).values
         curves = []
         for code in range(symbols):
             mine = codes == code
             seen = mine.any() and np.isfinite(returns[mine]).any()
             fitted = cls.fit(returns[mine], minutes[mine], bucket_minutes=bucket_minutes)
-            curves.append(fitted.values if seen else pooled)
-        return cls(max(1, int(bucket_minutes)), np.stack(curves))
+            curves.append(fitted if seen else None)
+        return cls.joined(
+            curves, bucket_minutes, lambda: cls.fit(returns, minutes, bucket_minutes=bucket_minutes)
+        )
+
+    @classmethod
+    def joined(
+        cls,
+        curves: list[IntradayProfile | None],
+        bucket_minutes: int,
+        pooled: Callable[[], IntradayProfile],
+    ) -> IntradayProfile:
+        """Per-symbol curves in one profile, a symbol without a finite training return
+        (None) taking the `pooled` curve of all rows, fitted only then (streamed.py fits the
+        symbols one at a time)."""
+        shared = pooled().values if any(curve is None for curve in curves) else None
+        values = [shared if curve is None else curve.values for curve in curves]
+        return cls(max(1, int(bucket_minutes)), np.stack(values))  # type: ignore[arg-type]
 
     def __call__(self, minutes: np.ndarray, codes: np.ndarray | None = None) -> np.ndarray:
         """[N] relative volatility of bars at these minutes of day (of symbols `codes` [N],
