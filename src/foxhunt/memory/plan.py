@@ -43,13 +43,13 @@ from foxhunt.memory.moments import (
     tensor_bytes,
 )
 from foxhunt.memory.saved import INPUTS, measure_saved
-from foxhunt.model.config import SEGMENTS
-from foxhunt.task import BatchLoss
-from foxhunt.transforms.checkpointing import (
+from foxhunt.model.checkpointing import (
     apply_checkpointing,
     checkpointed_segments,
     remove_checkpointing,
 )
+from foxhunt.model.config import SEGMENTS
+from foxhunt.task import BatchLoss
 
 ADAMW_STATE_FACTOR = 2  # exp_avg and exp_avg_sq, each the size of the parameters
 
