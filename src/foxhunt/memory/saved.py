@@ -49,7 +49,12 @@ class SavedReport:
 
     total: int
     by_owner: dict[str, int] = field(default_factory=dict)
-    plain: int = 0  # what the same forward saves with nothing checkpointed (module doc)
+    plain_by_owner: dict[str, int] = field(default_factory=dict)  # nothing checkpointed
+
+    @property
+    def plain(self) -> int:
+        """What the same forward saves with nothing checkpointed (module doc)."""
+        return sum(self.plain_by_owner.values())
 
     @property
     def checkpoint_inputs(self) -> int:
@@ -113,8 +118,11 @@ class SavedTensorMeter:
         by_owner: dict[str, int] = dict(self._extra)
         for storage, owner in self._storages.items():
             by_owner[owner] = by_owner.get(owner, 0) + storage.nbytes()
-        plain = sum(saved.nbytes for saved in self._plain_seen if saved.alive())
-        return SavedReport(total=sum(by_owner.values()), by_owner=by_owner, plain=plain)
+        plain: dict[str, int] = {}
+        for saved in self._plain_seen:
+            if saved.alive():
+                plain[saved.owner] = plain.get(saved.owner, 0) + saved.nbytes
+        return SavedReport(total=sum(by_owner.values()), by_owner=by_owner, plain_by_owner=plain)
 
     # --- recording -------------------------------------------------------------------------
     def record(self, tensor: Tensor, owner: str | None = None) -> None:
@@ -138,7 +146,8 @@ class SavedTensorMeter:
             return
         saved = self._plain.get(storage)
         if saved is None:
-            saved = self._plain[storage] = _Saved(storage.nbytes())
+            owner = self._owner[-1] if self._owner else TOP_LEVEL
+            saved = self._plain[storage] = _Saved(storage.nbytes(), owner)
             self._plain_seen.append(saved)
         saved.holders.append(weakref.ref(holder))
 
@@ -179,8 +188,9 @@ class _Saved:
     """One storage a plain forward would keep: its bytes and what keeps it (weak references
     to the saved tensors, or to checkpoint's holders standing in for them)."""
 
-    def __init__(self, nbytes: int) -> None:
+    def __init__(self, nbytes: int, owner: str) -> None:
         self.nbytes = nbytes
+        self.owner = owner
         self.holders: list[weakref.ref[Any]] = []
 
     def alive(self) -> bool:

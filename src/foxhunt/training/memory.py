@@ -1,4 +1,5 @@
-"""The memory tools pointed at a trainer: its next batch probed, the plan applied to it.
+"""The memory tools pointed at a trainer: its next batch probed, the plan applied to it, its
+first training forward watched (what checkpointing saves).
 
 ``foxhunt.memory`` knows models, batches and a loss callable, never the trainer; this module
 is the one place that hands it the trainer's pieces and sets what the plan decides.
