@@ -23,9 +23,9 @@ from foxhunt.cli import main
 from foxhunt.data import generate_bars
 from foxhunt.memory.moments import batch_tensors
 from foxhunt.memory.peak import LiveStorageTracker
+from foxhunt.model.checkpointing import apply_checkpointing
 from foxhunt.model.config import SEGMENTS
 from foxhunt.task import batch_loss
-from foxhunt.transforms.checkpointing import apply_checkpointing
 
 SMALL = {"batch_size": 4, "hidden_size": 16, "lookback": 8, "horizon": 2}
 

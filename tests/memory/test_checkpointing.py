@@ -15,14 +15,14 @@ from verify import check_checkpointing
 from foxhunt import TemporalFusionTransformer, TFTBatch, TFTConfig
 from foxhunt.bench.memory import random_batch
 from foxhunt.errors import ConfigError
-from foxhunt.model.config import SEGMENTS
-from foxhunt.task import batch_loss
-from foxhunt.transforms.checkpointing import (
+from foxhunt.model.checkpointing import (
     CheckpointedForward,
     apply_checkpointing,
     checkpointed_segments,
     remove_checkpointing,
 )
+from foxhunt.model.config import SEGMENTS
+from foxhunt.task import batch_loss
 from helpers import small_model
 
 

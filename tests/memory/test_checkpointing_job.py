@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 
 from foxhunt.jobs.train import train
+from foxhunt.model.checkpointing import checkpointed_segments
+from foxhunt.model.config import SEGMENTS
 from foxhunt.runs import HISTORY_FILE, RunConfig
+from foxhunt.serving import load_run
 from helpers import tiny_model, tiny_run, tiny_training
 
 
@@ -39,7 +42,7 @@ def test_checkpointed_job_logs_measured_savings_and_trains_identically(
     assert record["saved_bytes_checkpointed"] < record["saved_bytes_plain"]
     assert "activation checkpointing of past_vsn, fusion_decoder" in caplog.text
     assert not [e for e in history(tmp_path / "plain") if e["event"] == "checkpointing"]
-    # measuring at startup draws no random numbers training would have drawn
+    # measuring the first forward draws no random numbers training would have drawn
     assert checkpointed.metrics["test"] == plain.metrics["test"]
     assert losses(events) == losses(history(tmp_path / "plain"))
 
@@ -54,3 +57,5 @@ def test_saved_run_config_keeps_the_policy(tmp_path: Path) -> None:
     train(cfg, tmp_path)
     saved = json.loads((tmp_path / "config.json").read_text())
     assert saved["model"]["checkpointing"] == "full"
+    # the run folder door: the model loads checkpointed, as it trained
+    assert checkpointed_segments(load_run(tmp_path).model) == list(SEGMENTS)

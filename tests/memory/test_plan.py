@@ -21,6 +21,7 @@ from foxhunt.memory.budget import CostTable, predict_peak
 from foxhunt.memory.moments import batch_tensors
 from foxhunt.memory.oom import parse_budget
 from foxhunt.memory.plan import measure_costs
+from foxhunt.model.checkpointing import apply_checkpointing, checkpointed_segments
 from foxhunt.model.config import SEGMENTS, TFTConfig
 from foxhunt.model.tft import TemporalFusionTransformer
 from foxhunt.runs import HISTORY_FILE, RunConfig
@@ -28,7 +29,6 @@ from foxhunt.task import loss_of
 from foxhunt.training.config import TrainingConfig
 from foxhunt.training.memory import first_training_batch, plan_trainer
 from foxhunt.training.trainer import Trainer
-from foxhunt.transforms.checkpointing import apply_checkpointing, checkpointed_segments
 from helpers import fitted, tiny_data, tiny_model, tiny_run, tiny_training
 
 TINY = TFTConfig(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import torch
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
@@ -11,8 +12,8 @@ from torch.utils.checkpoint import checkpoint
 from foxhunt import TemporalFusionTransformer, TFTConfig
 from foxhunt.bench.memory import random_batch
 from foxhunt.memory.saved import INPUTS, TOP_LEVEL, SavedTensorMeter, measure_saved
+from foxhunt.model.checkpointing import CheckpointedForward, apply_checkpointing
 from foxhunt.task import batch_loss
-from foxhunt.transforms.checkpointing import apply_checkpointing
 
 F32 = 4
 
@@ -117,3 +118,49 @@ def test_nested_meters_each_count_what_was_saved_inside_them() -> None:
     assert inner.report().total == 100 * F32
     assert outer.report().total == 200 * F32
     del b, c
+
+
+@pytest.mark.parametrize("policy", ["full", ("past_vsn", "fusion_decoder"), ("lstm_encoder",)])
+def test_a_checkpointed_forward_tells_what_the_plain_one_saves(policy: Any) -> None:
+    """``plain`` of one checkpointed forward equals what a plain forward measures: the startup
+    report needs no second forward. The same draws: dropout masks match, so do the shapes."""
+    model, loss_fn = small_model(dropout=0.3)
+    torch.manual_seed(1)
+    plain = measure_saved(model, loss_fn)
+    assert plain.plain_by_owner == plain.by_owner  # nothing checkpointed: one and the same
+    apply_checkpointing(model, policy)
+    torch.manual_seed(1)
+    checkpointed = measure_saved(model, loss_fn)
+    assert checkpointed.total < plain.total
+    assert checkpointed.plain == plain.total
+    assert checkpointed.plain_by_owner == plain.by_owner  # the planner reads it by segment
+
+
+class _Exp(nn.Module):
+    def forward(self, x: Tensor) -> Tensor:
+        b = x.exp()  # saves its output b
+        (x * 2).exp().sum()  # a dropped branch: its saved output dies with its node
+        return b[:50] * b[50:]  # saves two views of b: one storage
+
+
+def test_plain_counts_storages_once_and_only_while_their_node_lives() -> None:
+    """Inside a checkpointed segment: b saved by exp and by mul (one storage, counted once),
+    a dropped branch's saved output (dead: not counted); outside, the segment's output saved
+    again by sin. The input ``a`` is what checkpoint keeps, not what plain saves."""
+    a = torch.randn(100, requires_grad=True)
+    segment = _Exp()
+    segment.forward = CheckpointedForward(segment, "segment", True)  # type: ignore[method-assign]
+    with SavedTensorMeter() as meter:
+        c = segment(a).sin().sum()  # saves the segment's output
+    report = meter.report()
+    assert report.plain == (100 + 50) * F32
+    assert report.checkpoint_inputs == 100 * F32 + torch.get_rng_state().nbytes
+    c.backward()  # the counting hook is transparent to the recompute
+    torch.testing.assert_close(a.grad, _grad_of_plain(a))
+
+
+def _grad_of_plain(a: Tensor) -> Tensor:
+    x = a.detach().requires_grad_()
+    _Exp()(x).sin().sum().backward()
+    assert x.grad is not None
+    return x.grad

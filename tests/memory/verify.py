@@ -14,7 +14,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from foxhunt.transforms.checkpointing import Policy, apply_checkpointing, remove_checkpointing
+from foxhunt.model.checkpointing import Policy, apply_checkpointing, remove_checkpointing
 
 Gradients = dict[str, Tensor | None]
 

@@ -16,6 +16,8 @@ from foxhunt.cli import main
 from foxhunt.data import generate_bars
 from foxhunt.errors import FoxhuntError
 from foxhunt.exports.int8 import export_run, load_export
+from foxhunt.model.checkpointing import checkpointed_segments
+from foxhunt.model.config import SEGMENTS
 from foxhunt.quant import convert, quantize_dynamic, schedule_of
 from foxhunt.quant.kernel import available
 from foxhunt.runs import INT8_WEIGHTS_FILE
@@ -56,11 +58,14 @@ def test_qat_run_folder_reloads_as_the_fake_quant_model(qat_run: Path) -> None:
 
 
 def test_qat_with_gradient_checkpointing_through_the_cli(bars_file: Path, tmp_path: Path) -> None:
-    """The startup measurement of checkpointing runs two passes: they must not count."""
+    """The startup measurement of checkpointing watches the first step: no pass of its own
+    moves the observers (one count per step)."""
     run = train(bars_file, tmp_path / "r", "--qat", "--use-gradient-checkpointing")
     history = [json.loads(line) for line in (run / "history.jsonl").read_text().splitlines()]
     assert any(h["event"] == "checkpointing" for h in history)
     assert int(load_file(run / "model.safetensors")["qat_observers.steps"]) == 2 * 4
+    # the run folder door: the loaded QAT model is checkpointed as it trained
+    assert checkpointed_segments(load_run(run).model) == list(SEGMENTS)
 
 
 def test_export_int8_then_predict_and_evaluate_through_the_cli(

@@ -11,12 +11,12 @@ from torch import Tensor, nn
 
 from foxhunt import TemporalFusionTransformer, TFTConfig
 from foxhunt.data import PreparedData
+from foxhunt.model.checkpointing import apply_checkpointing
 from foxhunt.quant import QATConfig, prepare_qat, schedule_of
 from foxhunt.quant.fake import ActivationQuant, WeightQuant, fake_quantizers
 from foxhunt.quant.linear import FakeQuantLinear
 from foxhunt.quant.schedule import observers_paused
 from foxhunt.quant.weights import ChannelFakeQuant, int8_of, original_of, to_channels
-from foxhunt.transforms.checkpointing import apply_checkpointing
 
 
 def scales(model: nn.Module) -> list[Tensor]:

@@ -1,10 +1,14 @@
 """A config that says checkpointing checkpoints, whichever door built the model: the bare
-constructor, ``build_model``, a YAML ``--config`` and the CLI flags, each measured at the CPU
-reference config (bytes saved for backward, net of what checkpointing keeps)."""
+constructor, ``build_model``, a YAML ``--config``, the CLI flags and QAT, each measured at the
+CPU reference config (bytes saved for backward, net of what checkpointing keeps). The run
+folder door: tests/memory/test_checkpointing_job.py and tests/quant/test_export.py (QAT);
+DDP: tests/distributed/ddp_workers.py."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,6 +16,7 @@ import pytest
 import torch
 from torch import nn
 
+import foxhunt
 from foxhunt import TemporalFusionTransformer, TFTConfig
 from foxhunt.bench.memory import PRESETS, random_batch
 from foxhunt.cli.resolve import resolve
@@ -20,10 +25,12 @@ from foxhunt.memory.saved import SavedReport, measure_saved
 from foxhunt.model import SEGMENTS
 from foxhunt.model.config import DATA_FIELDS
 from foxhunt.model.factory import build_model
+from foxhunt.quant import QATConfig
 from foxhunt.task import batch_loss
-from foxhunt.transforms import checkpointed_segments
+from foxhunt.transforms import apply_model_transforms, checkpointed_segments
 
 PRESET = PRESETS["cpu-reference"]
+FULL = dataclasses.replace(PRESET.config, checkpointing="full")
 
 
 def from_cli(argv: list[str]) -> TFTConfig:
@@ -61,6 +68,9 @@ DOORS: dict[str, Callable[[Path], nn.Module]] = {
     ),
     "yaml": yaml_door,
     "cli": lambda _: build_model("tft", from_cli(["--use-gradient-checkpointing"])),
+    # QAT prepares the model the constructor checkpointed (apply_model_transforms does not
+    # apply the switch again): its swapped layers sit inside the wrapped segments
+    "qat": lambda _: apply_model_transforms(TemporalFusionTransformer(FULL), FULL, qat=QATConfig()),
 }
 
 
@@ -86,3 +96,26 @@ def test_the_cli_and_yaml_doors_build_the_reference_model() -> None:
 def test_a_segment_list_checkpoints_exactly_those_segments() -> None:
     cfg = from_cli(["--checkpoint-segments", "lstm_encoder,past_vsn"])
     assert checkpointed_segments(TemporalFusionTransformer(cfg)) == ["past_vsn", "lstm_encoder"]
+
+
+def test_the_switch_is_applied_at_one_call_site() -> None:
+    """``TFTConfig.checkpointing`` reaches ``apply_checkpointing`` from the constructor only:
+    no second place (a transform, a loader) re-applies it, so there is one way it holds. The
+    planner and the benchmarks apply policies of their own (a plan's, a measured mode's)."""
+    package = Path(foxhunt.__file__).parent
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if not (isinstance(node, ast.Call) and _called(node) == "apply_checkpointing"):
+                continue
+            args = [ast.unparse(a) for a in [*node.args, *(k.value for k in node.keywords)]]
+            # a config's switch (cfg.checkpointing, config.model.checkpointing, ...), not a
+            # plan's or a benchmark case's policy
+            if any(re.search(r"(cfg|config)\b.*\.checkpointing$", a) for a in args):
+                found.append(str(path.relative_to(package)))
+    assert found == ["model/tft.py"], found
+
+
+def _called(call: ast.Call) -> str | None:
+    func = call.func
+    return func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)

@@ -181,7 +181,7 @@ def check_json(args: Any) -> Path | None:
 def check_modes(given: tuple[str, ...] | None) -> list[str]:
     """The checkpointing modes to measure; a typo fails before minutes of measuring."""
     from foxhunt.bench.memory import default_modes
-    from foxhunt.transforms.checkpointing import resolve_policy
+    from foxhunt.model.checkpointing import resolve_policy
 
     modes = list(given) if given else default_modes()
     for mode in modes:

@@ -14,14 +14,13 @@ from foxhunt.jobs.options import JobSetting
 from foxhunt.jobs.resume import checkpoint_location
 from foxhunt.memory import MemoryProfiler
 from foxhunt.memory.oom import REPLAN_FRACTION, budget_bytes, fit_with_oom_guard
-from foxhunt.quant.schedule import observers_paused
 from foxhunt.runs import append_history, versions
 from foxhunt.storage.remote import open_storage
 from foxhunt.training.calibrate import calibrate_baseline
 from foxhunt.training.checkpoint import Checkpointer, resume_point
 from foxhunt.training.diagnostics import TrainingDiagnostics
 from foxhunt.training.distributed import barrier, main_decides, peer_failures
-from foxhunt.training.memory import plan_trainer, report_checkpointing
+from foxhunt.training.memory import plan_trainer, watch_checkpointing
 from foxhunt.training.train_state import TrainState
 from foxhunt.training.trainer import Trainer
 
@@ -130,11 +129,10 @@ def fit(built: BuiltRun, job: JobSetting, memory: MemoryBudget | None = None) ->
             )
             checkpointer.restore(trainer, name)
             barrier()
-        if built.checkpointed and ctx.is_main:  # measured, not assumed: first batch, with and
-            with observers_paused(built.model):  # without; QAT: must not move the observers
-                append_history(output_dir, report_checkpointing(trainer, built.checkpointed))
         if memory is not None:
             memory.plan(trainer)
+        if ctx.is_main:  # measured on the first training forward, if checkpointed then
+            watch_checkpointing(trainer, partial(append_history, output_dir))
         state = fit_with_oom_guard(
             trainer.fit,
             batch_size=built.config.training.batch_size,

@@ -4,14 +4,15 @@
 ``model``, :func:`foxhunt.task.loss_of`) on a probe batch and on its first half, each
 measurement on its own pass so no instrument disturbs another, inside a forked RNG:
 
-1. plain forward + loss under :class:`SavedTensorMeter`: bytes each segment saves for backward;
-2. every segment checkpointed: bytes each segment still keeps (its inputs, the RNG state);
-3. plain forward + loss + backward under :func:`~foxhunt.memory.moments.moment_peaks`: the
+1. every segment checkpointed, forward + loss under :class:`SavedTensorMeter`: bytes each
+   segment still keeps (its inputs, the RNG state) and, told by the same forward, bytes each
+   would save plain (``SavedReport.plain_by_owner``);
+2. plain forward + loss + backward under :func:`~foxhunt.memory.moments.moment_peaks`: the
    peak of each moment (forward, each segment's backward); what it holds beyond the saved
    activations of that moment is the moment's working memory;
-4. on the half batch only, the same backward again into the gradients of 3 (as a micro-batch
+3. on the half batch only, the same backward again into the gradients of 2 (as a micro-batch
    after the first): what accumulating adds to each moment;
-5. plain forward with timing hooks: each segment's forward seconds (its recompute price).
+4. plain forward with timing hooks: each segment's forward seconds (its recompute price).
 
 The fixed bytes are parameters and buffers, AdamW's two moments (2x the parameters) and, on
 CUDA, what was allocated before the probe besides the model and the batch (the runtime
@@ -43,13 +44,13 @@ from foxhunt.memory.moments import (
     tensor_bytes,
 )
 from foxhunt.memory.saved import INPUTS, measure_saved
-from foxhunt.model.config import SEGMENTS
-from foxhunt.task import BatchLoss
-from foxhunt.transforms.checkpointing import (
+from foxhunt.model.checkpointing import (
     apply_checkpointing,
     checkpointed_segments,
     remove_checkpointing,
 )
+from foxhunt.model.config import SEGMENTS
+from foxhunt.task import BatchLoss
 
 ADAMW_STATE_FACTOR = 2  # exp_avg and exp_avg_sq, each the size of the parameters
 
@@ -178,10 +179,9 @@ class _Probe:
 
 
 def _probe(model: nn.Module, batch: TFTBatch, loss_fn: LossFn, names: Sequence[str]) -> _Probe:
-    remove_checkpointing(model)
-    plain = measure_saved(model, loss_fn).by_owner
     apply_checkpointing(model, names)
-    kept = measure_saved(model, loss_fn).by_owner
+    saved = measure_saved(model, loss_fn)
+    plain, kept = saved.plain_by_owner, saved.by_owner
     remove_checkpointing(model)
     model.zero_grad(set_to_none=True)
     tensors = batch_tensors(batch)

@@ -9,15 +9,23 @@ Non-reentrant activation checkpointing (``torch.utils.checkpoint``, ``use_reentr
 replaces what a segment saves with empty holders, but it keeps the segment's *inputs* for the
 recomputation: top-level tensor arguments as ``SavedTensor``s (they go through the same pack
 hook), everything else (tensors in tuples, keyword arguments) by plain reference in a closure,
-which no hook sees. :mod:`foxhunt.transforms.checkpointing` therefore reports every tensor it
-hands to ``checkpoint`` (and the RNG state it stashes) to its ``INPUT_LISTENERS``, where an
+which no hook sees. :mod:`foxhunt.model.checkpointing` therefore reports every tensor it
+hands to ``checkpoint`` (and the RNG state it stashes) to its ``LISTENERS``, where an
 active meter listens, and the meter counts them as well: the saving it reports is net of what
 checkpointing itself holds.
+
+The same transform also tells the meter each tensor a checkpointed segment's forward saves and
+checkpoint drops, with the holder checkpoint keeps in its place (alive exactly as long as the
+graph node that saved it). So one checkpointed forward also gives ``SavedReport.plain``: the
+bytes the forward would have saved with nothing checkpointed (the distinct storages whose
+saving node is still alive, checkpoint's kept inputs and RNG state left out), measured, not
+estimated, and without holding any of them: no second, plain forward is needed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +34,7 @@ import torch
 from torch import Tensor, nn
 from torch.utils.weak import WeakIdKeyDictionary
 
-from foxhunt.transforms.checkpointing import INPUT_LISTENERS
+from foxhunt.model.checkpointing import LISTENERS
 
 MiB = 1 << 20
 TOP_LEVEL = "(top level)"  # saved by the model's own forward, outside any named child
@@ -41,6 +49,12 @@ class SavedReport:
 
     total: int
     by_owner: dict[str, int] = field(default_factory=dict)
+    plain_by_owner: dict[str, int] = field(default_factory=dict)  # nothing checkpointed
+
+    @property
+    def plain(self) -> int:
+        """What the same forward saves with nothing checkpointed (module doc)."""
+        return sum(self.plain_by_owner.values())
 
     @property
     def checkpoint_inputs(self) -> int:
@@ -69,6 +83,9 @@ class SavedTensorMeter:
         self._excluded = {id(t.untyped_storage()) for t in state}
         self._keep_excluded = [t.untyped_storage() for t in state]  # ids stay unique while alive
         self._storages = WeakIdKeyDictionary()  # storage -> owner, first seen wins
+        self._plain = WeakIdKeyDictionary()  # storage -> _Saved, what a plain forward keeps
+        self._plain_seen: list[_Saved] = []  # also those whose storage checkpoint dropped
+        self._saving_inputs = False  # between checkpoint's kept inputs and its forward
         self._extra: dict[str, int] = {}  # bytes held without a tensor storage (RNG states)
         self._owner: list[str] = []
         self._model = model
@@ -85,12 +102,12 @@ class SavedTensorMeter:
         self._hooks = contextlib.ExitStack()
         self._hooks.enter_context(torch.autograd.graph.saved_tensors_hooks(self._pack, _unpack))
         _active.append(self)
-        INPUT_LISTENERS.append(self._note_checkpoint_inputs)
+        LISTENERS.append(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
         _active.remove(self)
-        INPUT_LISTENERS.remove(self._note_checkpoint_inputs)
+        LISTENERS.remove(self)
         assert self._hooks is not None
         self._hooks.close()
         for handle in self._handles:
@@ -101,7 +118,11 @@ class SavedTensorMeter:
         by_owner: dict[str, int] = dict(self._extra)
         for storage, owner in self._storages.items():
             by_owner[owner] = by_owner.get(owner, 0) + storage.nbytes()
-        return SavedReport(total=sum(by_owner.values()), by_owner=by_owner)
+        plain: dict[str, int] = {}
+        for saved in self._plain_seen:
+            if saved.alive():
+                plain[saved.owner] = plain.get(saved.owner, 0) + saved.nbytes
+        return SavedReport(total=sum(by_owner.values()), by_owner=by_owner, plain_by_owner=plain)
 
     # --- recording -------------------------------------------------------------------------
     def record(self, tensor: Tensor, owner: str | None = None) -> None:
@@ -116,17 +137,40 @@ class SavedTensorMeter:
     def record_bytes(self, owner: str, nbytes: int) -> None:
         self._extra[owner] = self._extra.get(owner, 0) + nbytes
 
-    def _note_checkpoint_inputs(self, segment: str, tensors: list[Tensor], rng_bytes: int) -> None:
+    def record_plain(self, tensor: Tensor, holder: object) -> None:
+        """A plain forward would keep ``tensor``'s storage as long as ``holder`` lives."""
+        if tensor.layout != torch.strided or tensor.device.type == "meta":
+            return
+        storage = tensor.untyped_storage()
+        if id(storage) in self._excluded:
+            return
+        saved = self._plain.get(storage)
+        if saved is None:
+            owner = self._owner[-1] if self._owner else TOP_LEVEL
+            saved = self._plain[storage] = _Saved(storage.nbytes(), owner)
+            self._plain_seen.append(saved)
+        saved.holders.append(weakref.ref(holder))
+
+    # --- the checkpointing transform's listener (model/checkpointing.py) ---------------------
+    def kept(self, segment: str, tensors: list[Tensor], rng_bytes: int) -> None:
         """What a checkpointed segment keeps for its recomputation (its inputs, RNG state)."""
         for t in tensors:
             self.record(t, segment + INPUTS)
         if rng_bytes:
             self.record_bytes(segment + INPUTS, rng_bytes)
+        self._saving_inputs = True  # checkpoint's next packs: these inputs, not the plain's
+
+    def dropped(self, segment: str, tensor: Tensor, holder: object) -> None:
+        self._saving_inputs = False  # the segment's forward has begun
+        self.record_plain(tensor, holder)
 
     def _pack(self, tensor: Tensor) -> Tensor:
+        packed = tensor.detach()  # the same storage; not ``tensor``: that would be a ref cycle
         for meter in _active:  # only the innermost hooks run: tell the enclosing meters too
             meter.record(tensor)
-        return tensor.detach()  # the same storage; not ``tensor``: that would be a ref cycle
+            if not meter._saving_inputs:
+                meter.record_plain(tensor, packed)
+        return packed
 
     def _enter_child(self, name: str) -> Any:
         def hook(module: nn.Module, args: Any) -> None:
@@ -135,8 +179,22 @@ class SavedTensorMeter:
         return hook
 
     def _leave_child(self, module: nn.Module, args: Any, output: Any) -> None:
+        self._saving_inputs = False  # a segment that saved nothing
         if self._owner:
             self._owner.pop()
+
+
+class _Saved:
+    """One storage a plain forward would keep: its bytes and what keeps it (weak references
+    to the saved tensors, or to checkpoint's holders standing in for them)."""
+
+    def __init__(self, nbytes: int, owner: str) -> None:
+        self.nbytes = nbytes
+        self.owner = owner
+        self.holders: list[weakref.ref[Any]] = []
+
+    def alive(self) -> bool:
+        return any(ref() is not None for ref in self.holders)
 
 
 def _unpack(tensor: Tensor) -> Tensor:

@@ -17,8 +17,10 @@ the plain forward runs.
 What checkpointing still holds: the segment's inputs (needed to recompute) and a copy of the
 RNG state. Every input tensor, also those nested in tuples (the LSTM state) or passed by
 keyword, is handed to ``checkpoint`` as a top-level argument, so torch keeps each of them as
-a ``SavedTensor`` (version-checked against in-place changes), and every listener in
-``INPUT_LISTENERS`` (the saved-bytes meter of ``foxhunt.memory.saved``) is told about them.
+a ``SavedTensor`` (version-checked against in-place changes). Every listener in ``LISTENERS``
+(the saved-bytes meter of ``foxhunt.memory.saved``) is told about them, and about each tensor
+the segment's forward saves and checkpoint drops (with the holder that stands in for it): so
+one checkpointed forward tells what it keeps and what the plain forward would have kept.
 
 Note on hooks: forward (pre-)hooks registered on a checkpointed segment fire once per call, as
 before; the recomputation calls the original forward directly, so only hooks of the modules
@@ -27,8 +29,9 @@ inside the segment fire again in backward.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol
 
 import torch
 from torch import Tensor, nn
@@ -40,10 +43,20 @@ from foxhunt.model.config import SEGMENTS
 
 Policy = str | Sequence[str]
 
-#: Told (segment name, tensors kept for the recompute, RNG-state bytes) each time a segment
-#: runs checkpointed; the memory meters register here, so this transform imports nothing of them.
-InputsListener = Callable[[str, list[Tensor], int], None]
-INPUT_LISTENERS: list[InputsListener] = []
+
+class CheckpointListener(Protocol):
+    """Told what a checkpointed segment keeps and drops, each time it runs checkpointed."""
+
+    def kept(self, segment: str, tensors: list[Tensor], rng_bytes: int) -> None:
+        """``checkpoint`` is about to keep ``tensors`` (and RNG states) for the recompute."""
+
+    def dropped(self, segment: str, tensor: Tensor, holder: object) -> None:
+        """The segment's forward saved ``tensor`` for backward; checkpoint keeps ``holder``
+        (alive as long as the graph needs it) instead and recomputes the tensor."""
+
+
+#: The memory meters register here, so this transform imports nothing of them.
+LISTENERS: list[CheckpointListener] = []
 
 
 def resolve_policy(policy: Policy) -> tuple[str, ...]:
@@ -125,18 +138,24 @@ class CheckpointedForward:
         if not (self.module.training and torch.is_grad_enabled()):
             return self.run(*args, **kwargs)  # nothing would be saved: no recompute either
         leaves, spec = tree_flatten((args, kwargs))
-        if INPUT_LISTENERS:
+        options: dict[str, Any] = {}
+        if LISTENERS:
             tensors = [t for t in leaves if isinstance(t, Tensor)]
             rng_bytes = self._rng_state_bytes(tensors)
-            for listener in INPUT_LISTENERS:
-                listener(self.name, tensors, rng_bytes)
+            for listener in LISTENERS:
+                listener.kept(self.name, tensors, rng_bytes)
+            options["context_fn"] = lambda: (_report_dropped(self.name), contextlib.nullcontext())
 
         def segment(*flat: Any) -> Any:
             inner_args, inner_kwargs = tree_unflatten(list(flat), spec)
             return self.run(*inner_args, **inner_kwargs)
 
         return checkpoint(
-            segment, *leaves, use_reentrant=False, preserve_rng_state=self.preserve_rng_state
+            segment,
+            *leaves,
+            use_reentrant=False,
+            preserve_rng_state=self.preserve_rng_state,
+            **options,
         )
 
     def _rng_state_bytes(self, tensors: list[Tensor]) -> int:
@@ -148,6 +167,27 @@ class CheckpointedForward:
 
     def __repr__(self) -> str:
         return f"CheckpointedForward({self.name})"
+
+
+@contextlib.contextmanager
+def _report_dropped(name: str) -> Iterator[None]:
+    """Around the checkpointed forward (inside checkpoint's own saved-tensor hooks, which drop
+    what is saved): tell the listeners each saved tensor, then hand it to checkpoint's hook.
+    Only while a listener (a meter) is registered; the recompute runs without it."""
+    outer = torch._C._autograd._top_saved_tensors_default_hooks(False)
+    if outer is None:  # not under checkpoint's hooks (cannot happen in eager): count nothing
+        yield
+        return
+    outer_pack, outer_unpack = outer
+
+    def pack(tensor: Tensor) -> Any:
+        holder = outer_pack(tensor)
+        for listener in LISTENERS:
+            listener.dropped(name, tensor, holder)
+        return holder
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, outer_unpack):
+        yield
 
 
 def _segment(model: nn.Module, name: str) -> nn.Module:

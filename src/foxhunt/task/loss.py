@@ -1,8 +1,8 @@
 """The training objective: one batch forwarded through the model, its quantile loss taken.
 
-The trainer's step, the memory planner's probe, the startup measurement of checkpointing and
-the benchmarks all run this one forward + loss; the pinball formula itself is the model's
-(``foxhunt.model.loss``).
+The trainer's step (whose first forward the startup measurement of checkpointing watches),
+the memory planner's probe and the benchmarks all run this one forward + loss; the pinball
+formula itself is the model's (``foxhunt.model.loss``).
 """
 
 from __future__ import annotations

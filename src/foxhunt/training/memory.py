@@ -1,4 +1,5 @@
-"""The memory tools pointed at a trainer: its next batch probed, the plan applied to it.
+"""The memory tools pointed at a trainer: its next batch probed, the plan applied to it, its
+first training forward watched (what checkpointing saves).
 
 ``foxhunt.memory`` knows models, batches and a loss callable, never the trainer; this module
 is the one place that hands it the trainer's pieces and sets what the plan decides.
@@ -7,6 +8,7 @@ is the one place that hands it the trainer's pieces and sets what the plan decid
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from foxhunt.batch import TFTBatch
@@ -39,10 +41,10 @@ def probe_loss(trainer: Trainer) -> BatchLoss:
     )
 
 
-def report_checkpointing(trainer: Trainer, segments: list[str]) -> dict[str, Any]:
-    """What checkpointing saves on the trainer's next batch (``memory/startup.py``)."""
-    batch = first_training_batch(trainer)
-    return startup.report_checkpointing(trainer.model, batch, probe_loss(trainer), segments)
+def watch_checkpointing(trainer: Trainer, sink: Callable[[dict[str, Any]], None]) -> None:
+    """Measure what checkpointing saves on the trainer's first training forward, when it runs
+    (``memory/startup.py``): on the plain module, never the DDP wrapper."""
+    startup.watch_first_forward(trainer.model, sink)
 
 
 def plan_trainer(trainer: Trainer, budget_bytes: float) -> MemoryPlan:

@@ -9,22 +9,20 @@ from torch import nn
 from foxhunt.model.config import TFTConfig
 from foxhunt.quant.config import QATConfig
 from foxhunt.quant.transform import prepare_qat
-from foxhunt.transforms.checkpointing import apply_checkpointing
 
 M = TypeVar("M", bound=nn.Module)
 
 
 def apply_model_transforms(model: M, config: TFTConfig, *, qat: QATConfig | None = None) -> M:
-    """Apply, in place and in this order, what ``config`` and ``qat`` ask of a new model:
-    activation checkpointing (``config.checkpointing``; the constructor has applied it
-    already, and applying it again is a no-op that also serves a model whose class does not),
-    then QAT prepare. Returns ``model``.
+    """Apply, in place, what ``qat`` asks of a new model (QAT prepare); returns ``model``.
 
-    DDP is not applied here: it wraps last, in the ``Trainer`` (``training/distributed.py``,
-    ``wrap_ddp``). Called by the job, ``load_run``, the export loader and the benchmarks, so
-    a model built from a config is the same model wherever it is built.
+    ``config.checkpointing`` is not applied here: the model's constructor applies it, the
+    one call site of the switch (``model/checkpointing.py``). ``config`` is the model's, for
+    the transforms that read it. DDP is not applied here either: it wraps last, in the
+    ``Trainer`` (``training/distributed.py``, ``wrap_ddp``). Called by the job, ``load_run``,
+    the export loader and the benchmarks, so a model built from a config is the same model
+    wherever it is built.
     """
-    apply_checkpointing(model, config.checkpointing)  # "none": nothing is wrapped
     if qat is not None:
         prepare_qat(model, qat)
     return model
