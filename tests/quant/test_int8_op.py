@@ -138,14 +138,15 @@ def test_export_of_a_converted_model_sees_one_op_and_decomposes_to_aten(
     torch.testing.assert_close(got, gate(x, skip), rtol=0, atol=1e-5)
 
 
-def test_on_grid_is_atens_fake_quantization_bit_for_bit() -> None:
-    """The reference's rounding in plain arithmetic (which export and ONNX take) against
-    ATen's op: ties, both grids, NaN, infinities and values far off the grid."""
-    from foxhunt.quant.linear import on_grid
+def test_the_grid_arithmetic_is_atens_fake_quantization_bit_for_bit() -> None:
+    """The reference's rounding in plain arithmetic (what export and ONNX take) against
+    ATen's op (what eager runs): ties, both grids, NaN, infinities, values far off the grid."""
+    from foxhunt.quant.linear import grid_arithmetic
 
     for scale, zero_point, top in [(0.03, 128, 255), (0.06, 64, 127), (0.0123456, 0, 255)]:
         x = inputs(4000) * 3
         x[:1000] = (torch.arange(-500, 500) + 0.5) * scale  # on rounding ties
         x[1000:1005] = torch.tensor([float("nan"), float("inf"), -float("inf"), 1e30, -1e30])
         want = torch.fake_quantize_per_tensor_affine(x, scale, zero_point, 0, top)
-        assert torch.equal(on_grid(x, scale, zero_point, top), want), (scale, zero_point)
+        got = grid_arithmetic(x, scale, zero_point, top)
+        assert torch.equal(got, want), (scale, zero_point)

@@ -28,8 +28,8 @@ from torch import Tensor, nn
 
 from foxhunt import cpp_kernels
 from foxhunt.model.layers import GateAddNorm, GatedLinearUnit
-from foxhunt.quant.int8_op import GLU_TILE, GROUP, LANES, register_build
-from foxhunt.quant.linear import QuantizedLinear
+from foxhunt.quant.int8_op import BUILDS, GLU_TILE, GROUP, LANES, register_build
+from foxhunt.quant.linear import QuantizedLinear, plain_eager
 
 SOURCE = Path(__file__).with_name("int8_linear.cpp")
 
@@ -158,13 +158,17 @@ class Int8Linear(nn.Module):
             shape = (*x.shape[:-1], self.out_features // 2 if self.glu else self.out_features)
             if skip.shape != shape or skip.dtype != torch.float32 or not skip.is_contiguous():
                 skip = skip.float().expand(shape).contiguous()
-        return cast(
-            Tensor,
-            torch.ops.foxhunt.int8_linear(
+        if plain_eager(x):  # the op's CPU implementation, called without the dispatcher
+            out = BUILDS[self.build].linear(
+                x, *self._args, x_scale, x_zp, *self.output_qparams, self.glu, skip,
+                *layer_norm, qmax=self.activation_max,
+            )  # fmt: skip
+        else:  # traced, compiled, exported or counted: the op itself
+            out = torch.ops.foxhunt.int8_linear(
                 x, *self._args, x_scale, x_zp, *self.output_qparams, self.activation_max,
                 self.glu, skip, *layer_norm, self.build,
-            ),
-        )  # fmt: skip
+            )  # fmt: skip
+        return cast(Tensor, out)
 
     def extra_repr(self) -> str:
         mode = "dynamic" if self.input_qparams is None else "static"

@@ -41,11 +41,31 @@ def int8_linear_reference(
     return y if output_qparams is None else on_grid(y, *output_qparams, qmax)
 
 
+def plain_eager(x: Tensor) -> bool:
+    """Eager on a plain tensor, under no dispatch mode and no compiler. There the int8 layers
+    call what their traceable forms compute, faster: ATen's fake quantization for
+    :func:`on_grid` (one fused kernel instead of five), and the kernel itself for the custom
+    op (whose dispatch, a Python custom op, costs more than the kernel at one window).
+    Export, compile, fake tensors and FlopCounterMode see the traceable forms."""
+    return (
+        type(x) is Tensor
+        and not torch.compiler.is_compiling()
+        and not torch._C._len_torch_dispatch_stack()
+    )
+
+
 def on_grid(x: Tensor, scale: float, zero_point: int, qmax: int) -> Tensor:
     """``torch.fake_quantize_per_tensor_affine(x, scale, zero_point, 0, qmax)`` bit for bit,
     in plain arithmetic that export, compilers and ONNX take (the ATen op has no fake
     kernel): ``x * (1 / scale)`` in float32, rounded half to even, plus the zero point,
     clamped, minus it, times the scale. A NaN lands on the grid's bottom, as in ATen."""
+    if plain_eager(x):
+        return torch.fake_quantize_per_tensor_affine(x, scale, zero_point, 0, qmax)
+    return grid_arithmetic(x, scale, zero_point, qmax)
+
+
+def grid_arithmetic(x: Tensor, scale: float, zero_point: int, qmax: int) -> Tensor:
+    """:func:`on_grid`'s traceable form (tests hold it to ATen's op, ties and NaN included)."""
     inverse = float(np.float32(1.0) / np.float32(scale))  # the float32 reciprocal, as ATen
     scaled = x * inverse
     codes = (torch.round(torch.nan_to_num(scaled, nan=-(2.0**31))) + zero_point).clamp(0, qmax)
