@@ -34,7 +34,7 @@ ALLOWED = {
     "input_path": {"errors"},
     "storage": {"errors"},
     "model": {"batch", "config_fields", "cpp_kernels", "errors", "lazy"},
-    "data": {"batch", "config_fields", "errors", "input_path", "lazy", "storage"},
+    "data": {"batch", "config_fields", "errors", "input_path", "lazy", "migrations", "storage"},
     "baselines": {"data", "errors"},
     # the loss, the units and the scoring: on top of the data and baselines it scores
     "task": {"baselines", "batch", "config_fields", "data", "errors", "model", "storage"},

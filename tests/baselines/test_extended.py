@@ -14,11 +14,12 @@ from synthetic_bars import make_bars
 from foxhunt.baselines import BarReturns, FittedBaselines, fit_baselines, forecast_baselines
 from foxhunt.baselines.ewma import filter_ewma, fit_ewma
 from foxhunt.baselines.filters import symbol_rows
-from foxhunt.baselines.fitted import LEGACY_NAMES, NAMES
+from foxhunt.baselines.fitted import FIRST_NAMES, NAMES
 from foxhunt.baselines.forecast import har_lags
 from foxhunt.baselines.har import fit_har
 from foxhunt.baselines.quantreg import LEVELS
 from foxhunt.baselines.residuals import GRID
+from foxhunt.migrations import BASELINE
 
 QUANTILES = (0.1, 0.5, 0.9)
 
@@ -132,9 +133,10 @@ def test_the_fit_round_trips_through_its_state_and_old_states_load(bars, fitted)
     first, second = (forecast_baselines(f, bars, anchors, **args) for f in (fitted, again))
     for name in NAMES:
         np.testing.assert_array_equal(first[name], second[name], err_msg=name)
-    legacy = {k: fitted.state_dict()[k] for k in ("window", "profiles", "garch_t")}
-    old = forecast_baselines(FittedBaselines.from_state_dict(legacy), bars, anchors, **args)
-    assert tuple(old) == LEGACY_NAMES
+    before = {k: fitted.state_dict()[k] for k in ("window", "profiles", "garch_t")}
+    state = BASELINE.fields_of({"volatility": before})["volatility"]  # foxhunt/migrations.py
+    old = forecast_baselines(FittedBaselines.from_state_dict(state), bars, anchors, **args)
+    assert tuple(old) == FIRST_NAMES
     np.testing.assert_array_equal(old["garch_t"], first["garch_t"])
 
 

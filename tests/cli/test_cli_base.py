@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from foxhunt.cli import main
-from foxhunt.data import DataConfig
+from foxhunt.data import DataConfig, Preprocessor
 from foxhunt.errors import ConfigError
 from foxhunt.runs import read_run_config
 from foxhunt.runs.checks import read_preprocessor
@@ -50,7 +50,7 @@ def quiet(args: list[str]) -> int:
 
 def test_the_run_records_its_base(ewma_run: Path) -> None:
     saved = json.loads((ewma_run / "preprocessor.json").read_text())
-    assert saved["base"] == "ewma" and saved["version"] == 5
+    assert saved["base"] == "ewma" and saved["version"] == Preprocessor.VERSION
     assert json.loads((ewma_run / "config.json").read_text())["data"]["base"] == "ewma"
     assert json.loads((ewma_run / "metrics.json").read_text())["base"]["name"] == "ewma"
 
@@ -105,11 +105,11 @@ def test_a_base_without_its_baseline_json_is_refused(
     assert "baseline.json not found" in err and "'ewma'" in err and "Traceback" not in err
 
 
-def test_a_rolling_run_is_written_and_loads_as_before(
+def test_a_rolling_run_records_its_base_and_loads(
     rolling_run: Path, bars_file: Path, tmp_path: Path
 ) -> None:
     saved = json.loads((rolling_run / "preprocessor.json").read_text())
-    assert "base" not in saved and saved["version"] == 4  # the file as before `base`
+    assert saved["base"] == "realized_vol" and saved["version"] == Preprocessor.VERSION
     assert "base" not in json.loads((rolling_run / "metrics.json").read_text())
     copy = tmp_path / "copy"
     shutil.copytree(rolling_run, copy)

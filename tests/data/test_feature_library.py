@@ -15,6 +15,7 @@ from foxhunt.data import DataConfig, Preprocessor, generate_bars, prepare_data, 
 from foxhunt.data.features import GROUPS, FeatureSpec, compute_features, parse_groups
 from foxhunt.data.features.fitting import fit_feature_state
 from foxhunt.errors import ConfigError, DataError
+from foxhunt.migrations import SPEC_BEFORE_GROUPS
 
 TZ = "America/New_York"
 #: every group with short windows, so three sessions of bars warm them all up; but "expiry",
@@ -168,9 +169,12 @@ def test_a_run_saves_and_reloads_its_spec(tmp_path: Path) -> None:
     assert again.past_values.shape[1] == data.train.past_values.shape[1]
 
 
-def test_the_default_spec_writes_what_older_runs_wrote() -> None:
+def test_a_spec_saved_before_the_library_reads_as_the_default_spec() -> None:
+    """Its preprocessor.json's migration (foxhunt/migrations.py) fills the library's fields
+    with what the default spec writes."""
     saved = FeatureSpec().to_dict()
-    assert set(saved) == {"volatility_windows", "observed_columns", "known_columns", "calendar"}
+    older = {k: saved[k] for k in ("volatility_windows", "observed_columns", "known_columns")}
+    assert {**older, "calendar": None, **SPEC_BEFORE_GROUPS} == saved
     assert FeatureSpec.from_dict(saved) == FeatureSpec()
 
 

@@ -12,6 +12,7 @@ from torch import nn
 from foxhunt import TemporalFusionTransformer, TFTConfig
 from foxhunt.data import PreparedData
 from foxhunt.errors import ConfigError
+from foxhunt.migrations import QAT
 from foxhunt.model.variable_grns import VariableGRNs
 from foxhunt.quant import (
     QATConfig,
@@ -119,7 +120,7 @@ def test_int8_model_computes_the_fake_quant_model(
 
 
 def test_lstm_modes_of_torch_ao_runs_read_as_int8_weights() -> None:
-    assert QATConfig.from_dict({"lstm": "dynamic"}).lstm == "int8-weights"
+    assert QATConfig.from_dict(QAT.fields_of({"lstm": "dynamic"})).lstm == "int8-weights"
     with pytest.raises(ConfigError, match=r"gone with torch\.ao"):
         QATConfig(lstm="dynamic")  # type: ignore[arg-type]
     assert QATConfig(backend="fbgemm").activation_max == 127

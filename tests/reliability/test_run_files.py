@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from safetensors.torch import load_file, save_file
 
+from foxhunt.migrations import SPEC_BEFORE_GROUPS
+
 from .helpers import SMALL, cli, refused, snapshot
 
 
@@ -90,6 +92,10 @@ def test_unknown_config_section_is_refused(finished: Path, bars_file: Path) -> N
     refused(predict(finished, bars_file), "config.json", "optimizer")
 
 
+#: a preprocessor.json spec of today's fields (foxhunt/migrations.py), without groups
+SPEC = {"observed_columns": [], "known_columns": [], "calendar": None, **SPEC_BEFORE_GROUPS}
+
+
 @pytest.mark.parametrize(
     ("change", "field"),
     [
@@ -108,11 +114,11 @@ def test_unknown_config_section_is_refused(finished: Path, bars_file: Path) -> N
         ({"version": 5, "base": 3}, "'base'"),
         ({"version": 5, "base": "auto"}, "'base'"),
         (
-            {"spec": {"volatility_windows": [10**20], "observed_columns": [], "known_columns": []}},
+            {"spec": {**SPEC, "volatility_windows": [10**20]}},
             "volatility_windows",
         ),
         (
-            {"spec": {"volatility_windows": [-1], "observed_columns": [], "known_columns": []}},
+            {"spec": {**SPEC, "volatility_windows": [-1]}},
             "volatility_windows",
         ),
     ],

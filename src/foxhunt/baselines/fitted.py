@@ -1,9 +1,10 @@
 """What the baselines fitted on the train span, per symbol code: saved in baseline.json.
 
 Each fit is its parameters or, where it could not be fitted, the reason (a string): that
-baseline's forecasts for the symbol are NaN. A baseline.json written before the EWMA, HAR,
-quantile-regression and empirical-residual baselines loads with `extended` False and forecasts
-only the rows it had (rolling vol and GARCH-t).
+baseline's forecasts for the symbol are NaN. A state fitted before the EWMA, HAR,
+quantile-regression and empirical-residual baselines has `extended` False (its baseline.json's
+migration says so, foxhunt/migrations.py) and forecasts only the rows it had (rolling vol and
+GARCH-t).
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from foxhunt.data.volatility import IntradayProfile
 VOLATILITY = ("realized_vol", "garch_t", "ewma", "har", "har_range")
 #: every baseline forecast, in table order; `<vol>_emp` uses the empirical residual quantiles
 NAMES = (*VOLATILITY, "quantreg", *(f"{name}_emp" for name in VOLATILITY))
-#: the rows of a baseline.json saved before the extended baselines
-LEGACY_NAMES = ("realized_vol", "garch_t")
+#: the rows of a state fitted before the extended baselines (``extended`` False)
+FIRST_NAMES = ("realized_vol", "garch_t")
 
 T = TypeVar("T")
 
@@ -68,28 +69,28 @@ class FittedBaselines:
 
     @property
     def names(self) -> tuple[str, ...]:
-        return NAMES if self.extended else LEGACY_NAMES
+        return NAMES if self.extended else FIRST_NAMES
 
     def state_dict(self) -> dict[str, Any]:
-        state: dict[str, Any] = {
+        return {
             "window": self.window,
             "profiles": {str(c): p.state_dict() for c, p in self.profiles.items()},
             "garch_t": _save(self.garch, GarchT.state_dict),
-        }
-        if self.extended:
-            state["ewma"] = _save(self.ewma, lambda lam: {"lam": lam})
-            state["har"] = _save(self.har, Har.state_dict)
-            state["har_range"] = _save(self.har_range, Har.state_dict)
-            state["quantreg"] = _save(self.quantreg, QuantRegFit.state_dict)
-            state["residuals"] = {
+            "ewma": _save(self.ewma, lambda lam: {"lam": lam}),
+            "har": _save(self.har, Har.state_dict),
+            "har_range": _save(self.har_range, Har.state_dict),
+            "quantreg": _save(self.quantreg, QuantRegFit.state_dict),
+            "residuals": {
                 name: _save(fits, lambda q: {"quantiles": list(q)})
                 for name, fits in self.residuals.items()
-            }
-        return state
+            },
+            "extended": self.extended,
+        }
 
     @classmethod
     def from_state_dict(cls, state: dict[str, Any]) -> FittedBaselines:
-        """Inverse of ``state_dict``; ValueError naming the field that makes no forecast."""
+        """Inverse of ``state_dict`` (of today's baseline.json: foxhunt/migrations.py);
+        ValueError naming the field that makes no forecast."""
         garch = _load(state["garch_t"], lambda g: GarchT(**g))
         for code, params in garch.items():
             if isinstance(params, GarchT) and (problem := params.problem()) is not None:
@@ -104,8 +105,9 @@ class FittedBaselines:
         window = int(state["window"])
         if window < 2:
             raise ValueError(f"window {window} must be >= 2")
-        if "ewma" not in state:  # saved before the extended baselines
-            return cls(window, profiles, garch, extended=False)
+        extended = state["extended"]
+        if not isinstance(extended, bool):
+            raise ValueError(f"extended must be true or false, got {extended!r}")
         return cls(
             window,
             profiles,
@@ -115,4 +117,5 @@ class FittedBaselines:
             har_range=_load(state["har_range"], Har.from_state_dict),
             quantreg=_load(state["quantreg"], QuantRegFit.from_state_dict),
             residuals={n: _load(f, _residuals) for n, f in state["residuals"].items()},
+            extended=extended,
         )

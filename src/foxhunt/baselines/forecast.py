@@ -32,7 +32,7 @@ from foxhunt.baselines.filters import (
     standardized,
     symbol_rows,
 )
-from foxhunt.baselines.fitted import LEGACY_NAMES, NAMES, VOLATILITY, FittedBaselines
+from foxhunt.baselines.fitted import FIRST_NAMES, NAMES, VOLATILITY, FittedBaselines
 from foxhunt.baselines.garch import GarchFitError, GarchT, fit_garch_t, t_quantiles
 from foxhunt.baselines.har import Har, fit_har
 from foxhunt.baselines.quantreg import fit_quantreg
@@ -44,7 +44,7 @@ FLAT = IntradayProfile(1, np.ones(MINUTES_PER_DAY))  # a symbol never fitted: no
 
 log = logging.getLogger("foxhunt.baselines")
 
-__all__ = ["LEGACY_NAMES", "NAMES", "FittedBaselines", "fit_baselines", "forecast_baselines"]
+__all__ = ["FIRST_NAMES", "NAMES", "FittedBaselines", "fit_baselines", "forecast_baselines"]
 
 T = TypeVar("T")
 

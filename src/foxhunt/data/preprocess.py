@@ -34,14 +34,10 @@ from foxhunt.data.volatility import (
     minute_of_day,
 )
 from foxhunt.data.windows import gap_flags, index_windows
-from foxhunt.errors import DataError
+from foxhunt.errors import ConfigError, DataError
+from foxhunt.migrations import PREPROCESSOR
 from foxhunt.storage import atomic_write_json
 
-#: Version 1 files (no volatility profile) still load; their windows carry no baseline scale.
-#: Version 2 files (no calendar) load with none: extrapolated forecast times, no session inputs.
-#: Version 3 files name one calendar (or none); version 4 may name one per symbol (a dict).
-#: Version 5 files name a base other than the rolling one; rolling-base runs stay version 4.
-_READABLE_VERSIONS = (1, 2, 3, 4, 5)
 #: the base every run had before `DataConfig.base`: the rolling RMS of `baseline_window` bars
 ROLLING_BASE = "realized_vol"
 
@@ -50,7 +46,8 @@ ROLLING_BASE = "realized_vol"
 class Preprocessor:
     """Fitted preprocessing; build it with `prepare_data`, persist it with save/load."""
 
-    VERSION: ClassVar[int] = 5
+    #: the format preprocessor.json is written in (earlier ones: foxhunt/migrations.py)
+    VERSION: ClassVar[int] = PREPROCESSOR.current
 
     spec: FeatureSpec
     lookback: int
@@ -61,7 +58,7 @@ class Preprocessor:
     scaler: StandardScaler
     target_scaler: TargetScaler
     symbols: CategoryEncoder
-    profile: IntradayProfile | None = None  # None: a version-1 run, no baseline scale
+    profile: IntradayProfile | None = None  # None: no baseline scale (a version-1 run)
     baseline_window: int = 64  # bars of the rolling base volatility
     fast_window: int = 0  # bars of the fast volatility behind TFTBatch.vol_signal; 0 = none
     contract_column: str | None = None  # DataConfig's setting ("auto", a name, None)
@@ -236,9 +233,8 @@ class Preprocessor:
 
     # --- persistence ------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        rolling = self.base == ROLLING_BASE  # as written before `base`: version 4, no key
-        state = {
-            "version": 4 if rolling else self.VERSION,
+        return {
+            "version": self.VERSION,
             "spec": self.spec.to_dict(),
             "lookback": self.lookback,
             "horizon": self.horizon,
@@ -254,16 +250,14 @@ class Preprocessor:
             "contract_column": self.contract_column,
             "roll_adjust": self.roll_adjust,
             "cross_breaks": self.cross_breaks,
+            "base": self.base,
         }
-        return state if rolling else {**state, "base": self.base}
 
     @classmethod
     def from_state_dict(cls, state: dict[str, Any]) -> Preprocessor:
-        if state.get("version") not in _READABLE_VERSIONS:
-            raise DataError(
-                f"preprocessor version {state.get('version')} is not one of {_READABLE_VERSIONS}"
-            )
-        profile = state.get("profile")  # absent in version 1
+        """A saved state of any version (migrated to today's first: foxhunt/migrations.py)."""
+        state = PREPROCESSOR.migrated(state)
+        profile = state["profile"]
         return cls(
             spec=FeatureSpec.from_dict(state["spec"]),
             lookback=int(state["lookback"]),
@@ -275,12 +269,12 @@ class Preprocessor:
             target_scaler=TargetScaler.from_state_dict(state["target_scaler"]),
             symbols=CategoryEncoder.from_state_dict(state["symbols"]),
             profile=None if profile is None else IntradayProfile.from_state_dict(profile),
-            baseline_window=int(state.get("baseline_window", 64)),
-            fast_window=int(state.get("fast_window", 0)),  # absent before it existed: none
-            contract_column=state.get("contract_column"),  # absent: contracts were ignored
-            roll_adjust=state.get("roll_adjust"),
-            cross_breaks=bool(state.get("cross_breaks", False)),  # absent before calendars
-            base=_base_name(state.get("base", ROLLING_BASE)),  # absent: the rolling base
+            baseline_window=int(state["baseline_window"]),
+            fast_window=int(state["fast_window"]),
+            contract_column=state["contract_column"],
+            roll_adjust=state["roll_adjust"],
+            cross_breaks=bool(state["cross_breaks"]),
+            base=_base_name(state["base"]),
         )
 
     def save(self, path: str | Path) -> None:
@@ -296,6 +290,8 @@ class Preprocessor:
             )
         try:
             return cls.from_state_dict(json.loads(path.read_text()))
+        except ConfigError as exc:  # a version no foxhunt wrote, or a newer one
+            raise DataError(f"{path}: {exc}") from None
         except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
             raise DataError(
                 f"{path}: not a valid foxhunt preprocessor ({type(exc).__name__}: {exc}); retrain or restore the file"

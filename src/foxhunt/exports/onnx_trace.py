@@ -3,7 +3,10 @@
 The graph is traced from the model built by ``build_model`` with its weights, in eval mode,
 by ``torch.export``; the variable selection's per-variable GRNs, one custom op there
 (``foxhunt::grn_cells``), are replaced by the op's decomposition (``fused_grns.DECOMPOSITIONS``,
-the Python function that defines its math) before the ONNX exporter sees the program.
+the Python function that defines its math) before the ONNX exporter sees the program, and so
+are the calls of foxhunt's int8 kernel in a converted model (``foxhunt::int8_linear``,
+``quant/int8_op.py``: the reference int8 Linear, quantize-dequantize pairs in ONNX). No
+environment switch is needed with the kernels built: each op is one node of the program.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from torch import Tensor, nn
 from foxhunt.batch import TFTBatch
 from foxhunt.exports.onnx_spec import OUTPUT, input_shapes, used_inputs
 from foxhunt.model import fused_grns
+from foxhunt.quant import int8_op
 from foxhunt.runs import ONNX_MODEL_FILE, RunConfig
 
 DEFAULT_OPSET = 18
@@ -91,7 +95,7 @@ def trace(
             graph, _example(config, names, 3), dynamic_shapes=(tuple({0: batch} for _ in names),)
         )
         program = torch.onnx.export(
-            exported.run_decompositions(fused_grns.DECOMPOSITIONS),
+            exported.run_decompositions({**fused_grns.DECOMPOSITIONS, **int8_op.DECOMPOSITIONS}),
             input_names=list(names),
             output_names=[OUTPUT],
             opset_version=opset,

@@ -15,9 +15,6 @@ ACTIVATION_MAX = {"onednn": 255, "qnnpack": 255, "x86": 127, "fbgemm": 127}
 #: How the LSTM layers are quantized (see ``QATConfig.lstm``).
 LSTMMode = Literal["int8-weights", "fp32"]
 LSTM_MODES: tuple[str, ...] = get_args(LSTMMode)
-#: LSTM modes of older runs and what they train and export as now: torch.ao's dynamic int8
-#: LSTM is gone with torch.ao; its weights were int8 per gate unit, as "int8-weights" keeps them
-LEGACY_LSTM = {"dynamic": "int8-weights"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,7 +34,8 @@ class QATConfig:
     lstm: LSTMMode = "int8-weights"
     """LSTM layers: "int8-weights" fake-quantizes their weights (per gate unit) and stores
     them int8, computed by the FP32 LSTM kernel (exactly what QAT simulated); "fp32"
-    leaves them alone. ("dynamic", torch.ao's int8 LSTM, reads as "int8-weights".)"""
+    leaves them alone. (A run saved with "dynamic", torch.ao's int8 LSTM, reads as
+    "int8-weights": foxhunt/migrations.py.)"""
 
     def __post_init__(self) -> None:
         n = self.freeze_after
@@ -64,8 +62,6 @@ class QATConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> QATConfig:
+        """Today's fields (qat.json of an earlier format is migrated by its reader)."""
         check_known_fields(cls, data, "QATConfig")
-        lstm = data.get("lstm")
-        if isinstance(lstm, str) and lstm in LEGACY_LSTM:  # a run of an older foxhunt
-            data = {**data, "lstm": LEGACY_LSTM[lstm]}
         return cls(**data)

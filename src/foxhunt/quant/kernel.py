@@ -1,7 +1,9 @@
 """foxhunt's int8 kernel (int8_linear.cpp) for the Linear layers of converted models.
 
 A converted model's ``QuantizedLinear`` computes its layer in float32 on the int8 grids (the
-reference, exact on any CPU); the kernel computes the same values with an int8 GEMM in one
+reference, exact on any CPU); the kernel, as the custom op ``foxhunt::int8_linear``
+(``int8_op.py``: its Python math is that reference, its decomposition for ``torch.export``
+and ONNX, and its implementation where no build is registered), computes the same values with an int8 GEMM in one
 call, float32 in and float32 out, with an AVX-512 VNNI micro-kernel (or an AVX2 one on CPUs
 without it), and fuses what follows a gate's projection: the GLU, and in a ``GateAddNorm``
 the residual add and LayerNorm. Inputs and outputs are rounded exactly as the reference
@@ -26,11 +28,10 @@ from torch import Tensor, nn
 
 from foxhunt import cpp_kernels
 from foxhunt.model.layers import GateAddNorm, GatedLinearUnit
-from foxhunt.quant.linear import QuantizedLinear
+from foxhunt.quant.int8_op import BUILDS, GLU_TILE, GROUP, LANES, register_build
+from foxhunt.quant.linear import QuantizedLinear, plain_eager
 
 SOURCE = Path(__file__).with_name("int8_linear.cpp")
-LANES, GROUP = 16, 4  # the kernel's weight blocks: 16 output channels x 4 inputs
-GLU_TILE = 32  # GLU outputs per kernel tile: 32 values and their 32 gates
 
 
 def load(isa: str | None = None) -> ModuleType | None:
@@ -64,7 +65,7 @@ def glu_order(n: int) -> Tensor:
 
 class Int8Linear(nn.Module):
     """A :class:`QuantizedLinear` (static: ``input_qparams`` given, or dynamic: None) as one
-    kernel call. forward(x [..., K]) -> [..., N], or with ``glu`` the ``F.glu`` of that,
+    call of the op ``foxhunt::int8_linear``, computed by ``kernel``. forward(x [..., K]) -> [..., N], or with ``glu`` the ``F.glu`` of that,
     [..., N/2] (a whole ``GatedLinearUnit``)."""
 
     def __init__(
@@ -81,7 +82,8 @@ class Int8Linear(nn.Module):
     ) -> None:
         super().__init__()
         self.out_features, self.in_features = int8.shape
-        self.kernel, self.glu = kernel, glu
+        self.glu = glu
+        self.build = register_build(kernel)  # the op's name for this build of the kernel
         scale = scale.reshape(-1).expand(self.out_features)
         if glu:
             if self.out_features % (2 * GLU_TILE):
@@ -116,19 +118,15 @@ class Int8Linear(nn.Module):
             activation_max=layer.activation_max,
         )
 
-    def __getstate__(self) -> dict[str, Any]:
-        # the compiled module is not picklable: copies (deepcopy, pickle) load it again
-        return {**self.__dict__, "kernel": None}
-
     def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)
-        kernel = available()
+        kernel = available()  # a copy in another process: this process's build
         if kernel is None:
             raise RuntimeError(
                 "foxhunt's int8 kernel is not available here; load the export with "
                 "foxhunt.exports.int8.load_export, which falls back to the reference layers"
             )
-        self.kernel = kernel
+        self.build = register_build(kernel)
 
     def _refresh(self) -> None:
         # the tensors the kernel reads, as one plain tuple: Module.__getattr__ on four
@@ -152,19 +150,24 @@ class Int8Linear(nn.Module):
             x_scale, x_zp = torch._choose_qparams_per_tensor(x, True)
         else:
             x_scale, x_zp = self.input_qparams
+        layer_norm: tuple[Tensor | None, Tensor | None, float] = (None, None, 1e-5)
         if skip is None or norm is None:
-            out = self.kernel.linear(
-                x, *self._args, x_scale, x_zp, *self.output_qparams, self.glu,
-                qmax=self.activation_max,
+            skip = None
+        else:
+            layer_norm = norm
+            shape = (*x.shape[:-1], self.out_features // 2 if self.glu else self.out_features)
+            if skip.shape != shape or skip.dtype != torch.float32 or not skip.is_contiguous():
+                skip = skip.float().expand(shape).contiguous()
+        if plain_eager(x):  # the op's CPU implementation, called without the dispatcher
+            out = BUILDS[self.build].linear(
+                x, *self._args, x_scale, x_zp, *self.output_qparams, self.glu, skip,
+                *layer_norm, qmax=self.activation_max,
             )  # fmt: skip
-            return cast(Tensor, out)
-        shape = (*x.shape[:-1], self.out_features // 2 if self.glu else self.out_features)
-        if skip.shape != shape or skip.dtype != torch.float32 or not skip.is_contiguous():
-            skip = skip.float().expand(shape).contiguous()
-        out = self.kernel.linear(
-            x, *self._args, x_scale, x_zp, *self.output_qparams, self.glu, skip, *norm,
-            qmax=self.activation_max,
-        )  # fmt: skip
+        else:  # traced, compiled, exported or counted: the op itself
+            out = torch.ops.foxhunt.int8_linear(
+                x, *self._args, x_scale, x_zp, *self.output_qparams, self.activation_max,
+                self.glu, skip, *layer_norm, self.build,
+            )  # fmt: skip
         return cast(Tensor, out)
 
     def extra_repr(self) -> str:

@@ -11,6 +11,7 @@ fake-quant ops on the same grids), on any CPU or GPU. foxhunt's int8 kernel
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -21,6 +22,54 @@ from foxhunt.quant.weights import quantize_per_channel
 #: 7-bit input grids of post-training dynamic layers, chosen per call as torch's dynamic
 #: int8 Linear chose them: int32 sums of 127 * 128 products can never saturate
 DYNAMIC_MAX = 127
+
+
+def int8_linear_reference(
+    x: Tensor,
+    int8: Tensor,
+    scale: Tensor,
+    bias: Tensor | None,
+    input_qparams: tuple[float, int],
+    output_qparams: tuple[float, int] | None,
+    qmax: int,
+) -> Tensor:
+    """The int8 Linear's math, in ATen: ``x`` rounded to its grid (scale, zero point) on
+    0..``qmax``, times the int8 weight [out, in] scaled per output unit, plus ``bias``, and
+    the result rounded to the output grid (None: left float). ``QuantizedLinear``'s forward
+    and the decomposition of foxhunt's int8 kernel op (quant/int8_op.py)."""
+    y = F.linear(on_grid(x, *input_qparams, qmax), int8.to(scale.dtype) * scale[:, None], bias)
+    return y if output_qparams is None else on_grid(y, *output_qparams, qmax)
+
+
+def plain_eager(x: Tensor) -> bool:
+    """Eager on a plain tensor, under no dispatch mode and no compiler. There the int8 layers
+    call what their traceable forms compute, faster: ATen's fake quantization for
+    :func:`on_grid` (one fused kernel instead of five), and the kernel itself for the custom
+    op (whose dispatch, a Python custom op, costs more than the kernel at one window).
+    Export, compile, fake tensors and FlopCounterMode see the traceable forms."""
+    return (
+        type(x) is Tensor
+        and not torch.compiler.is_compiling()
+        and not torch._C._len_torch_dispatch_stack()
+    )
+
+
+def on_grid(x: Tensor, scale: float, zero_point: int, qmax: int) -> Tensor:
+    """``torch.fake_quantize_per_tensor_affine(x, scale, zero_point, 0, qmax)`` bit for bit,
+    in plain arithmetic that export, compilers and ONNX take (the ATen op has no fake
+    kernel): ``x * (1 / scale)`` in float32, rounded half to even, plus the zero point,
+    clamped, minus it, times the scale. A NaN lands on the grid's bottom, as in ATen."""
+    if plain_eager(x):
+        return torch.fake_quantize_per_tensor_affine(x, scale, zero_point, 0, qmax)
+    return grid_arithmetic(x, scale, zero_point, qmax)
+
+
+def grid_arithmetic(x: Tensor, scale: float, zero_point: int, qmax: int) -> Tensor:
+    """:func:`on_grid`'s traceable form (tests hold it to ATen's op, ties and NaN included)."""
+    inverse = float(np.float32(1.0) / np.float32(scale))  # the float32 reciprocal, as ATen
+    scaled = x * inverse
+    codes = (torch.round(torch.nan_to_num(scaled, nan=-(2.0**31))) + zero_point).clamp(0, qmax)
+    return (codes - zero_point) * scale
 
 
 class FakeQuantLinear(nn.Module):
@@ -124,14 +173,10 @@ class QuantizedLinear(nn.Module):
         return float(self.output_scale), int(self.output_zero_point)
 
     def forward(self, x: Tensor) -> Tensor:
-        scale, zero_point = self.input_qparams(x)
-        x = torch.fake_quantize_per_tensor_affine(x, scale, zero_point, 0, self.activation_max)
-        weight = self.weight.to(self.weight_scale.dtype) * self.weight_scale[:, None]
-        y = F.linear(x, weight, self.bias)
-        output = self.output_qparams()
-        if output is None:
-            return y
-        return torch.fake_quantize_per_tensor_affine(y, *output, 0, self.activation_max)
+        return int8_linear_reference(
+            x, self.weight, self.weight_scale, self.bias, self.input_qparams(x),
+            self.output_qparams(), self.activation_max,
+        )  # fmt: skip
 
     def extra_repr(self) -> str:
         mode = f"static, 0..{self.activation_max}" if self.static else "dynamic"

@@ -3,8 +3,8 @@
 
 `read_run_preprocessor` binds it, so every door that loads a run folder or an export of one
 (predict, evaluate, a frozen backtest, the exports, the report) scales windows as training
-did. A run without a recorded base (saved before `base`) is the rolling one and reads no
-baseline.json here.
+did. A run saved before `base` reads as the rolling one (preprocessor.json's migration,
+foxhunt/migrations.py) and reads no baseline.json here.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def bind_base(pre: Preprocessor, run_dir: Path, *, horizon: int, quantiles: int)
             "training span and saved there; restore the file from the run folder"
         )
     saved = read_baseline_state(path, horizon=horizon, quantiles=quantiles)
-    if "volatility" not in saved:
+    if saved["volatility"] is None:
         raise RunFileError(
             f"{path} holds no fitted volatility baselines but the run's base is {pre.base!r}; "
             "the files come from different runs"

@@ -21,6 +21,7 @@ from foxhunt.data.features import FeatureSpec, parse_groups
 from foxhunt.data.fit import first_incompatible
 from foxhunt.data.volatility import MINUTES_PER_DAY
 from foxhunt.errors import FoxhuntError
+from foxhunt.migrations import PREPROCESSOR
 from foxhunt.storage.bounded import read_json_bounded, regular_size
 
 CONFIG_SECTIONS = ("data", "model", "training")
@@ -94,21 +95,6 @@ def first_difference(saved: Any, rebuilt: Any, where: str = "") -> str | None:
     return None if same_type and saved == rebuilt else (where.lstrip(".") or "(top level)")
 
 
-#: preprocessor.json fields that older versions lack and loading fills in (data/preprocess.py)
-PREPROCESSOR_ADDED = ("profile", "baseline_window", "fast_window", "cross_breaks")
-
-
-def as_saved(state: dict[str, Any], rebuilt: dict[str, Any]) -> dict[str, Any]:
-    """`rebuilt` (a loaded preprocessor's state) as a file of `state`'s version writes it:
-    without the fields added since, so an older file round-trips."""
-    out = {k: v for k, v in rebuilt.items() if k in state or k not in PREPROCESSOR_ADDED}
-    out["version"] = state.get("version")  # from_state_dict accepted it
-    spec = state.get("spec")
-    if isinstance(spec, dict) and "calendar" not in spec:  # version 2 and older
-        out["spec"] = {k: v for k, v in out["spec"].items() if k != "calendar"}
-    return out
-
-
 def check_round_trip(path: Path, saved: Any, rebuilt: Any) -> None:
     """What loading made of a file must write back the same: a field that was coerced
     (None -> "None", "5" -> 5, NaN) is a damaged field, named."""
@@ -122,20 +108,23 @@ def read_preprocessor(
 ) -> Preprocessor:
     """preprocessor.json, with finite statistics, scales > 0 and (if given) the config's
     window."""
-    state = read_json_bounded(path)
-    if not isinstance(state, dict):
+    saved = read_json_bounded(path)
+    if not isinstance(saved, dict):
         raise RunFileError(f"{path}: expected a JSON object")
-    try:
+    try:  # an earlier version is migrated to today's first (foxhunt/migrations.py)
+        state = PREPROCESSOR.migrated(saved)
         pre = Preprocessor.from_state_dict(state)
         zoneinfo.ZoneInfo(pre.timezone)
     except FoxhuntError as e:  # a field's value refused (an unknown calendar)
         raise RunFileError(f"{path}: {e}") from None
     except (KeyError, TypeError, ValueError, AttributeError, zoneinfo.ZoneInfoNotFoundError) as e:
         raise RunFileError(f"{path}: field {e} is missing or has the wrong type") from None
-    check_round_trip(path, state, as_saved(state, pre.state_dict()))
+    check_round_trip(path, state, pre.state_dict())  # a field older files lack is filled in
     scaler = pre.scaler
     mean, std = np.asarray(scaler.mean), np.asarray(scaler.std)
-    symbols = pre.symbols.cardinality  # one set per symbol, or one shared (older runs)
+    symbols = (
+        pre.symbols.cardinality
+    )  # one set per symbol, or one shared (one symbol; runs before per-symbol sets)
     if mean.shape not in ((len(scaler.names),), (symbols, len(scaler.names))):
         raise RunFileError(f"{path}: scaler.mean/std must hold one number per name")
     if std.shape != mean.shape:

@@ -16,6 +16,10 @@
       tensorboard/            --logger tensorboard's event files (docs/tracking.md)
       int8/, int8-dynamic/, onnx/, onnx-int8/   `foxhunt export`'s default folders (EXPORT_DIRS)
 
+config.json, preprocessor.json, baseline.json and qat.json record the format they were written
+in (preprocessor.json as its `version`); earlier formats are migrated on load
+(foxhunt/migrations.py) and newer ones refused, naming the file.
+
 An export folder holds config.json, preprocessor.json and baseline.json copied from the
 run, plus quantization.json and model_int8.safetensors (exports/int8.py writes them). An
 ONNX export folder holds the same three copies plus model.onnx and onnx_export.json

@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 
 from foxhunt.baselines import FittedBaselines
+from foxhunt.errors import ConfigError
+from foxhunt.migrations import BASELINE, EXTENDED_FITS
 from foxhunt.runs.checks import RunFileError
 from foxhunt.runs.files import BASELINE_FILE, HISTORY_FILE, METRICS_FILE
 from foxhunt.storage import atomic_write_json
@@ -36,7 +38,8 @@ def clear_history(run_dir: Path) -> None:
 
 
 def save_baseline_state(run_dir: Path, state: dict[str, Any]) -> None:
-    atomic_write_json(run_dir / BASELINE_FILE, state)
+    """baseline.json, recording its format (foxhunt/migrations.py)."""
+    atomic_write_json(run_dir / BASELINE_FILE, {**state, BASELINE.key: BASELINE.current})
 
 
 def save_metrics(run_dir: Path, metrics: dict[str, Any]) -> None:
@@ -174,9 +177,23 @@ def read_history_lines(path: Path) -> list[dict[str, Any]]:
     return records
 
 
+def fits_of(volatility: Any) -> Any:
+    """A volatility state's fits, each to hold numbers: without its ``extended`` flag, and
+    without the fits (empty) that a state fitted before the extended baselines lacks."""
+    if not isinstance(volatility, dict):
+        return volatility
+    empty = EXTENDED_FITS if volatility.get("extended") is False else ()
+    return {k: v for k, v in volatility.items() if k != "extended" and k not in empty}
+
+
 def read_baseline_state(path: Path, *, horizon: int, quantiles: int) -> dict[str, Any]:
-    """baseline.json: historical quantiles [horizon, quantiles], finite; volatility optional."""
+    """baseline.json in today's format (foxhunt/migrations.py) without it: historical
+    quantiles [horizon, quantiles], finite; volatility None where none were fitted."""
     saved = read_json_bounded(path)
+    try:
+        saved = BASELINE.fields_of(saved) if isinstance(saved, dict) else saved
+    except ConfigError as exc:
+        raise RunFileError(f"{path}: {exc}") from None
     historical = saved.get("historical_quantiles") if isinstance(saved, dict) else None
     try:
         table = np.asarray(historical, dtype=np.float64)
@@ -186,8 +203,9 @@ def read_baseline_state(path: Path, *, horizon: int, quantiles: int) -> dict[str
         raise RunFileError(
             f"{path}: historical_quantiles must be {horizon} x {quantiles} finite numbers"
         )
-    if "volatility" in saved:
-        field = non_numeric_tree(saved["volatility"], "volatility")
+    volatility = saved["volatility"]
+    if volatility is not None:
+        field = non_numeric_tree(fits_of(volatility), "volatility")
         if field is not None:
             raise RunFileError(f"{path}: {field} must be a number; the file is damaged")
         try:  # numbers, but do they make a forecast? (huge ones overflow to inf quantiles)

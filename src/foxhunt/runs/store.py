@@ -21,8 +21,8 @@ from safetensors.torch import save as save_safetensors
 from torch import nn
 
 from foxhunt.data import Preprocessor
-from foxhunt.errors import FoxhuntError
-from foxhunt.migrations import FORMAT, FORMAT_KEY, sections_of
+from foxhunt.errors import ConfigError, FoxhuntError
+from foxhunt.migrations import FORMAT, FORMAT_KEY, QAT, sections_of
 from foxhunt.model.factory import build_model
 from foxhunt.model.size import check_fits_in_memory
 from foxhunt.model.tft import TemporalFusionTransformer
@@ -65,17 +65,27 @@ def save_run(
 
 
 def save_qat_state(run_dir: Path, state: dict[str, Any] | None) -> None:
-    """qat.json marks a QAT run (None: an FP32 run, removing a stale marker)."""
+    """qat.json marks a QAT run (None: an FP32 run, removing a stale marker); it records its
+    format (foxhunt/migrations.py)."""
     if state is None:
         (Path(run_dir) / QAT_FILE).unlink(missing_ok=True)
     else:
-        atomic_write_json(Path(run_dir) / QAT_FILE, state)
+        atomic_write_json(Path(run_dir) / QAT_FILE, {**state, QAT.key: QAT.current})
 
 
 def read_qat_state(run_dir: Path) -> dict[str, Any] | None:
-    """qat.json as saved (quant's QATConfig reads it), None for an FP32 run."""
+    """qat.json in today's format, without it (quant's QATConfig reads it); None for an FP32
+    run."""
     path = Path(run_dir) / QAT_FILE
-    return read_json(path) if path.is_file() else None
+    if not path.is_file():
+        return None
+    saved = read_json(path)
+    if not isinstance(saved, dict):
+        raise RunFileError(f"{path}: expected a JSON object, found {type(saved).__name__}")
+    try:  # an earlier format's file is migrated to today's first
+        return QAT.fields_of(saved)
+    except ConfigError as exc:
+        raise RunFileError(f"{path}: {exc}") from None
 
 
 @dataclass(frozen=True)

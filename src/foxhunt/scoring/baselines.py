@@ -30,8 +30,8 @@ class RunBaselines:
     """What the baselines learned of a run's training span.
 
     historical: per-step unconditional quantiles of the train targets [H, Q], basis points.
-    volatility: the fitted realized-vol and GARCH-t state; None for a baseline.json that
-        predates them (their rows are then left out).
+    volatility: the fitted volatility baselines' state; None for a baseline.json written
+        before them (their rows are then left out).
     source: the baseline.json this was read from (None: fitted in this process); a state
         that makes no forecast on the windows is refused naming it.
     """
@@ -42,10 +42,8 @@ class RunBaselines:
 
     def state_dict(self) -> dict[str, Any]:
         """baseline.json's content."""
-        state: dict[str, Any] = {"historical_quantiles": self.historical.tolist()}
-        if self.volatility is not None:
-            state["volatility"] = self.volatility.state_dict()
-        return state
+        volatility = None if self.volatility is None else self.volatility.state_dict()
+        return {"historical_quantiles": self.historical.tolist(), "volatility": volatility}
 
     def volatility_forecasts(
         self, dataset: WindowDataset, preprocessor: Preprocessor, quantiles: Sequence[float]
@@ -99,7 +97,7 @@ def read_run_baselines(run_dir: Path, *, horizon: int, quantiles: int) -> RunBas
     path = run_dir / BASELINE_FILE
     saved = read_baseline_state(path, horizon=horizon, quantiles=quantiles)
     historical = np.asarray(saved["historical_quantiles"], dtype=np.float64)
-    if "volatility" not in saved:
+    if saved["volatility"] is None:
         log.warning("%s predates the volatility baselines; retrain to compare with them", path)
         return RunBaselines(historical=historical, volatility=None, source=path)
     try:  # read_baseline_state tried it; a failure here is still the file's

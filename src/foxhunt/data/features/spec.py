@@ -107,39 +107,36 @@ class FeatureSpec:
         return max(bars, default=0)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+        return {
             "volatility_windows": list(self.volatility_windows),
             "observed_columns": list(self.observed_columns),
             "known_columns": list(self.known_columns),
             "calendar": calendar_to_json(self.calendar),
+            "groups": [group_text(g) for g in self.groups],
+            "session_gap_ns": self.session_gap_ns,
+            "volume_profile": {s: list(v) for s, v in self.volume_profile},
+            "dropped": list(self.dropped),
+            "instrument": {s: list(v) for s, v in self.instrument},
+            "contract_column": self.contract_column,
         }
-        if self.groups:  # a spec without groups writes what runs before the library wrote
-            out["groups"] = [group_text(g) for g in self.groups]
-            out["session_gap_ns"] = self.session_gap_ns
-            out["volume_profile"] = {s: list(v) for s, v in self.volume_profile}
-            out["dropped"] = list(self.dropped)
-            out["instrument"] = {s: list(v) for s, v in self.instrument}
-            out["contract_column"] = self.contract_column
-        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FeatureSpec:
-        # absent before calendars: none; a name before per-symbol calendars
-        calendar = calendar_from_json(data.get("calendar"), "preprocessor spec.calendar")
-        gap = data.get("session_gap_ns")  # these four are absent before the feature library
-        profile = data.get("volume_profile") or {}
+        """preprocessor.json's spec, of today's version (foxhunt/migrations.py)."""
+        gap = data["session_gap_ns"]
         return cls(
             volatility_windows=tuple(int(w) for w in data["volatility_windows"]),
             observed_columns=tuple(data["observed_columns"]),
             known_columns=tuple(data["known_columns"]),
-            calendar=calendar,
-            groups=parse_groups(data.get("groups", ())),
+            calendar=calendar_from_json(data["calendar"], "preprocessor spec.calendar"),
+            groups=parse_groups(data["groups"]),
             session_gap_ns=None if gap is None else int(gap),
-            volume_profile=tuple((str(s), tuple(float(x) for x in v)) for s, v in profile.items()),
-            dropped=tuple(str(n) for n in data.get("dropped", ())),
-            instrument=tuple(
-                (str(s), tuple(float(x) for x in v))
-                for s, v in (data.get("instrument") or {}).items()
+            volume_profile=tuple(
+                (str(s), tuple(float(x) for x in v)) for s, v in data["volume_profile"].items()
             ),
-            contract_column=data.get("contract_column"),  # absent before group "expiry"
+            dropped=tuple(str(n) for n in data["dropped"]),
+            instrument=tuple(
+                (str(s), tuple(float(x) for x in v)) for s, v in data["instrument"].items()
+            ),
+            contract_column=data["contract_column"],
         )
