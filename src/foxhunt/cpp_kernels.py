@@ -2,7 +2,7 @@
 
 Two kernels: a VSN's per-variable GRNs, whole (``model/grn_cells.cpp``), and the int8
 Linear of int8 exports (``quant/int8_linear.cpp``). Each is built the first time it is
-needed (about a minute) into a folder under ``TORCH_EXTENSIONS_DIR`` (by default
+needed (about half a minute of one core) into a folder under ``TORCH_EXTENSIONS_DIR`` (by default
 ``~/.cache/torch_extensions/py<ver>_<accelerator>``) named by a key of everything that goes
 into the build command: sources and shared headers, flags, the CPU's features (for a native
 build), the compiler, and torch's version, install path and Python's include folder.
@@ -217,7 +217,7 @@ def _build(source: Path, name: str, isa: str, debug: bool) -> ModuleType | None:
         _failed(name, f"{root}: {err.strerror}", "Set TORCH_EXTENSIONS_DIR to a writable folder")
         return None
     kind = " (its debug build)" if debug else ""
-    log.info("loading foxhunt's %s CPU kernel%s (a first build takes ~1 min)", name, kind)
+    log.info("loading foxhunt's %s CPU kernel%s (a first build takes ~30 s)", name, kind)
     try:
         with build_lock.exclusive(folder, name, wait) as held:
             if not held:

@@ -22,6 +22,7 @@ SMALL = [*SYNTHETIC_CLI, *TINY_CLI, "--max-steps-per-epoch", "5", "--seed", "3"]
 def trained(tmp_path_factory: pytest.TempPathFactory, bars_file: Path) -> Path:
     run = tmp_path_factory.mktemp("run") / "r"
     args = ["train", "--parquet-file", str(bars_file), *SMALL, "--epochs", "2"]
+    args.append("--no-report")  # nothing here reads it: tests/report and test_read_once.py do
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         assert main([*args, "--output-dir", str(run)]) == 0

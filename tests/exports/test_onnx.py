@@ -14,27 +14,19 @@ from foxhunt.cli import main
 from foxhunt.exports.onnx_runtime import OnnxModel, load_onnx
 from foxhunt.serving import load_run
 from foxhunt.training.inference import predict_windows
-from helpers import TINY_CLI
 from helpers.onnx_windows import raw_windows, run_consumer
 
 pytest.importorskip("onnxruntime")  # the onnx extra
 
-SMALL = [*TINY_CLI, "--max-steps-per-epoch", "4", "--seed", "3", "--no-report", "--epochs", "1"]
+
+@pytest.fixture(scope="module")
+def run_dir(fp32_onnx_run: Path) -> Path:
+    return fp32_onnx_run  # tests/exports/conftest.py
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory: pytest.TempPathFactory, bars_file: Path) -> Path:
-    folder = tmp_path_factory.mktemp("fp32") / "r"
-    args = ["train", "--parquet-file", str(bars_file), *SMALL, "--output-dir", str(folder)]
-    assert main(args) == 0
-    return folder
-
-
-@pytest.fixture(scope="module")
-def export(run_dir: Path) -> Path:
-    folder = run_dir.parent / "onnx"
-    assert main(["export", "--onnx", str(run_dir), "--output", str(folder)]) == 0
-    return folder
+def export(fp32_onnx_export: Path) -> Path:
+    return fp32_onnx_export
 
 
 def test_folder_and_json(export: Path) -> None:

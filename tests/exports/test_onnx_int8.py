@@ -146,16 +146,15 @@ def test_dynamic_does_not_go_with_onnx(
 
 @pytest.mark.parametrize("how", ["fp32 model, int8 json", "unknown precision"])
 def test_a_mismatched_int8_folder_exits_2_with_one_line(
-    qat_export: Path, fp32_run: Path, bars_file: Path, tmp_path: Path, how: str,
+    qat_export: Path, fp32_onnx_export: Path, bars_file: Path, tmp_path: Path, how: str,
     capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
     folder = tmp_path / "bad"
     folder.mkdir()
     for p in qat_export.iterdir():
         (folder / p.name).write_bytes(p.read_bytes())
-    if how == "fp32 model, int8 json":
-        fp32 = _export(fp32_run, "--onnx")
-        (folder / "model.onnx").write_bytes((fp32 / "model.onnx").read_bytes())
+    if how == "fp32 model, int8 json":  # an FP32 run of this shape (tests/exports/conftest.py)
+        (folder / "model.onnx").write_bytes((fp32_onnx_export / "model.onnx").read_bytes())
     else:
         spec = json.loads((folder / "onnx_export.json").read_text())
         (folder / "onnx_export.json").write_text(json.dumps(spec | {"precision": "int4"}))

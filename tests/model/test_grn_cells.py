@@ -31,7 +31,7 @@ def test_off_the_cpu_the_kernel_is_never_built_and_the_mask_is_drawn_there(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """What a CUDA run takes (here on the meta device, which runs no kernels): the ATen path
-    with a keep mask drawn on the tensors' device. Loading the kernel would build it, a minute
+    with a keep mask drawn on the tensors' device. Loading the kernel would build it, half a minute
     of compiling on a GPU machine, for nothing it could run."""
 
     def no_build() -> None:

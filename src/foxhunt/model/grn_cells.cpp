@@ -22,8 +22,7 @@
 // gradients, summed over the rows in order): no locks, no per-thread copies, and no sum split
 // by thread, so every result is bit-identical at any thread count
 // (tests/model/test_grn_cells.py).
-#include <torch/extension.h>
-#include <ATen/Parallel.h>
+#include "torch_api.h"
 
 #include <algorithm>
 #include <cmath>

@@ -6,7 +6,7 @@ dropout, GLU, skip, LayerNorm and sum in registers and L1, forward and a recompu
 backward, with nothing of width [variables, rows, *] in memory (the training step's
 speed-up over the bmm path it replaced: docs/performance.md). It is an implementation, not
 a definition: the math is ``fused_grns.weighted_grns``, and tests/model/test_grn_op.py holds
-the kernel to it. Built on first use by :mod:`foxhunt.cpp_kernels` (about a minute, then
+the kernel to it. Built on first use by :mod:`foxhunt.cpp_kernels` (about half a minute, then
 cached). Without a C++ compiler, or with ``FOXHUNT_FUSED_KERNEL=0``, the op runs that Python
 function block by block instead: the same math, slower.
 """

@@ -23,8 +23,7 @@
 // widened to int16 and summed by vpmaddwd, 2 rows x 16 outputs a tile. Both compute the
 // same integers and the same epilogue. Built without either, simd() is "none", linear()
 // refuses, and QuantizedLinear's own (float32 reference) forward computes the layer.
-#include <torch/extension.h>
-#include <ATen/Parallel.h>
+#include "torch_api.h"
 
 #include <algorithm>
 #include <cmath>
