@@ -13,7 +13,7 @@ import torch
 from ddp_harness import TINY_TRAINING, FirstStepGrads, tiny_trainer
 
 from foxhunt.batch import TFTBatch
-from foxhunt.training.distributed import init_distributed, shutdown_distributed
+from foxhunt.training.distributed import init_distributed, peer_failures, shutdown_distributed
 from foxhunt.training.trainer import Trainer
 from foxhunt.transforms import checkpointed_segments
 from helpers import tiny_data, weights
@@ -124,11 +124,17 @@ def sabotage(die_at_step: int | None, hang_at_step: int | None) -> None:
 
 
 def store_worker(
-    *, rank: int, out_dir: Path, configs: Sequence[Any], fail_rank: int | None = None
+    *,
+    rank: int,
+    out_dir: Path,
+    configs: Sequence[Any],
+    fail_rank: int | None = None,
+    die_rank: int | None = None,
 ) -> int:
     """`prepare_data` of each of `configs` in turn on every rank, sharing the symbols as the
     train job does (`jobs.prepare.store_ranks`); the rows each symbol computed here starts at
-    go to `computed{rank}.txt`. `fail_rank` fails its first symbol of the first config."""
+    go to `computed{rank}.txt`. `fail_rank` fails its first symbol of the first config;
+    `die_rank` dies there (as kill -9 would: no cleanup)."""
     import logging
 
     from foxhunt.data import prepare_data
@@ -143,6 +149,8 @@ def store_worker(
     def compute(job: Any) -> Any:
         if rank == fail_rank and runs["n"] == 0:
             raise DataError(f"rank {rank}: a symbol that cannot be computed")
+        if rank == die_rank and runs["n"] == 0:
+            os._exit(9)
         with open(out_dir / f"computed{rank}.txt", "a") as f:
             f.write(f"{runs['n']} {job.first}\n")
         return real(job)
@@ -152,7 +160,8 @@ def store_worker(
     code = 0
     for config in configs:
         try:
-            prepare_data(config, ranks=store_ranks(ctx))
+            with peer_failures(ctx):  # as the train command: a dead peer is a DistributedError
+                prepare_data(config, ranks=store_ranks(ctx))
         except FoxhuntError as exc:
             print(f"error: {exc}", flush=True)
             code = 2

@@ -64,3 +64,17 @@ def test_two_ranks_share_the_symbols_and_write_the_one_process_entry(tmp_path: P
         assert done == first[rank::2], (rank, done)
     assert "rank 0 of 2 computed symbols 0, 2" in outcome.logs[0]
     assert "rank 1 of 2 computed symbols 1" in outcome.logs[1]
+
+
+def test_a_rank_killed_while_computing_leaves_no_entry_and_a_rerun_writes_it(
+    tmp_path: Path,
+) -> None:
+    bars = tmp_path / "bars.parquet"
+    generate_instruments(days=2, seed=4, symbols=SYMBOLS[:2], bar_minutes=5).to_parquet(bars)
+    store = tmp_path / "store"
+    outcome = launch(store_worker, tmp_path / "logs", configs=[config(bars, store)], die_rank=1)
+    assert outcome.exitcodes == [2, 9], outcome.report()
+    assert "another rank failed" in outcome.logs[0], outcome.report()
+    assert entries(store) == [] and not list(store.glob(".staging-*"))  # nothing reads as done
+    prepare_data(config(bars, store))  # the rerun (here on one process) writes it
+    assert len(entries(store)) == 1
