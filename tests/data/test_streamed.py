@@ -168,3 +168,8 @@ def test_symbols_prepared_in_two_processes_give_the_serial_store(
             assert (a / name).read_bytes() == (b / name).read_bytes(), name
     with pytest.raises(ConfigError, match="prepare_workers"):
         config(bars, None, prepare_workers=0)
+
+
+def test_no_symbol_for_several_workers_computes_nothing() -> None:
+    # a DDP rank beyond the symbols' count has none of them (data/shared_store.py)
+    assert list(inputs_module.symbol_inputs([], 2)) == []

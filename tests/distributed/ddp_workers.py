@@ -13,7 +13,7 @@ import torch
 from ddp_harness import TINY_TRAINING, FirstStepGrads, tiny_trainer
 
 from foxhunt.batch import TFTBatch
-from foxhunt.training.distributed import init_distributed, shutdown_distributed
+from foxhunt.training.distributed import init_distributed, peer_failures, shutdown_distributed
 from foxhunt.training.trainer import Trainer
 from foxhunt.transforms import checkpointed_segments
 from helpers import tiny_data, weights
@@ -121,3 +121,50 @@ def sabotage(die_at_step: int | None, hang_at_step: int | None) -> None:
         return real(self, batch)
 
     Trainer.train_step = train_step
+
+
+def store_worker(
+    *,
+    rank: int,
+    out_dir: Path,
+    configs: Sequence[Any],
+    fail_rank: int | None = None,
+    die_rank: int | None = None,
+) -> int:
+    """`prepare_data` of each of `configs` in turn on every rank, sharing the symbols as the
+    train job does (`jobs.prepare.store_ranks`); the rows each symbol computed here starts at
+    go to `computed{rank}.txt`. `fail_rank` fails its first symbol of the first config;
+    `die_rank` dies there (as kill -9 would: no cleanup)."""
+    import logging
+
+    from foxhunt.data import prepare_data
+    from foxhunt.data import symbol_inputs as inputs_module
+    from foxhunt.errors import DataError, FoxhuntError
+    from foxhunt.jobs.prepare import store_ranks
+
+    logging.basicConfig(level=logging.INFO, format=f"[rank {rank}] %(message)s")
+    real = inputs_module.compute_symbol
+    runs = {"n": 0}
+
+    def compute(job: Any) -> Any:
+        if rank == fail_rank and runs["n"] == 0:
+            raise DataError(f"rank {rank}: a symbol that cannot be computed")
+        if rank == die_rank and runs["n"] == 0:
+            os._exit(9)
+        with open(out_dir / f"computed{rank}.txt", "a") as f:
+            f.write(f"{runs['n']} {job.first}\n")
+        return real(job)
+
+    inputs_module.compute_symbol = compute
+    ctx = init_distributed("cpu", timeout_s=60)
+    code = 0
+    for config in configs:
+        try:
+            with peer_failures(ctx):  # as the train command: a dead peer is a DistributedError
+                prepare_data(config, ranks=store_ranks(ctx))
+        except FoxhuntError as exc:
+            print(f"error: {exc}", flush=True)
+            code = 2
+        runs["n"] += 1
+    shutdown_distributed()
+    return code

@@ -35,11 +35,14 @@ from foxhunt.data.encoded import EncodedFrame
 from foxhunt.data.features import Features
 from foxhunt.data.pipeline import PreparedData, prepare_in_memory
 from foxhunt.data.preprocess import Preprocessor
+from foxhunt.data.shared_store import MainShare, Ranks, ShareError, follow
 from foxhunt.data.store_entry import entry_metadata, stored_block, write_files
 from foxhunt.data.store_key import key_material, store_key
 from foxhunt.data.streamed import why_not_streamed, write_streamed
 from foxhunt.data.summary import DataSummary
+from foxhunt.data.symbol_inputs import symbol_inputs
 from foxhunt.data.windows import SPLITS
+from foxhunt.errors import FoxhuntError
 from foxhunt.storage.staged import Staging, StoreError, open_complete, staging, writer_lock
 
 log = logging.getLogger("foxhunt.data")
@@ -54,24 +57,44 @@ REQUIRED = (
 )  # fmt: skip
 
 
-def prepare_data(config: DataConfig, *, preprocessor: Preprocessor | None = None) -> PreparedData:
+def prepare_data(
+    config: DataConfig, *, preprocessor: Preprocessor | None = None, ranks: Ranks | None = None
+) -> PreparedData:
     """Bars in; train/validation/test windows, schema and fitted preprocessing out (see
     `prepare_in_memory`), through the feature store when the config names one. With
-    `preprocessor` (a resumed run) its fitted state scales the inputs, as in memory."""
+    `preprocessor` (a resumed run) its fitted state scales the inputs, as in memory. With
+    `ranks` (every rank of a DDP job calls this), the ranks compute a new streamed entry's
+    symbols together (data/shared_store.py)."""
     if config.feature_store is None:
         return prepare_in_memory(config, preprocessor=preprocessor)
     start = time.perf_counter()
     root = Path(config.feature_store).expanduser()
-    if root.exists() and not root.is_dir():
-        raise StoreError(f"{root}: the feature store is a file, not a folder; {HINT}")
-    material = key_material(config, preprocessor)
-    key = store_key(material)
-    manifest = open_complete(root, key, REQUIRED)
-    if manifest is None:  # another process may be writing it: wait for it, then look again
-        with writer_lock(root, key, hint=HINT):
-            manifest = open_complete(root, key, REQUIRED)
-            if manifest is None:
-                return _write(root, key, config, preprocessor, material)
+    share = None
+    if ranks is not None and ranks.enabled:
+        if ranks.rank:
+            follow(ranks, config.prepare_workers, HINT)
+        else:
+            share = MainShare(ranks, HINT)
+    try:
+        if root.exists() and not root.is_dir():
+            raise StoreError(f"{root}: the feature store is a file, not a folder; {HINT}")
+        material = key_material(config, preprocessor)
+        key = store_key(material)
+        manifest = open_complete(root, key, REQUIRED)
+        if manifest is None:  # another process may be writing it: wait for it, then look again
+            with writer_lock(root, key, hint=HINT):
+                manifest = open_complete(root, key, REQUIRED)
+                if manifest is None and (ranks is None or not ranks.rank):
+                    return _write(root, key, config, preprocessor, material, share)
+                if manifest is None:  # rank 0 stopped after the symbols: its log says why
+                    raise ShareError(f"rank 0 did not finish the feature store entry {root / key}")
+    except FoxhuntError as exc:
+        if share is not None:
+            share.fail(exc)
+        raise
+    finally:
+        if share is not None:
+            share.finish()
     meta = manifest["metadata"]
     data = read_entry(root / key, meta)
     took, prepared = time.perf_counter() - start, meta.get("prepare_s")  # absent: older entry
@@ -93,16 +116,21 @@ def _write(
     config: DataConfig,
     preprocessor: Preprocessor | None,
     material: dict[str, Any],
+    share: MainShare | None = None,
 ) -> PreparedData:
-    """Prepare in memory, write `ROOT/KEY`, free the matrix and read the entry back."""
+    """Prepare in memory, write `ROOT/KEY`, free the matrix and read the entry back; `share`:
+    the DDP ranks compute a streamed entry's symbols."""
     start = time.perf_counter()
     log.info("feature store: writing %s", root / key)
     with staging(root, key, hint=HINT) as stage:  # unwritable: one line, before preparing
         why = why_not_streamed(config, preprocessor)
         if why is None:  # a symbol at a time (streamed.py): the matrix is never held whole
-            meta = write_streamed(stage, config, material)
+            compute = symbol_inputs if share is None else share.compute
+            meta = write_streamed(stage, config, material, compute)
         else:
             log.info("feature store: %s", why)
+            if share is not None:
+                share.finish()  # nothing to share: the other ranks wait for the entry
             data = prepare_in_memory(config, preprocessor=preprocessor)
             meta = write_entry(stage, data, material, config.feature_store_dtype)
             del data  # the matrix is freed: training reads the entry as a later run does

@@ -36,7 +36,7 @@ run's preprocessor.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -54,7 +54,7 @@ from foxhunt.data.preprocess import Preprocessor
 from foxhunt.data.scaling import StandardScaler, streamed_moments
 from foxhunt.data.store_entry import entry_metadata, stored_block, write_files
 from foxhunt.data.streamed_bars import SymbolBars, read_new_run
-from foxhunt.data.symbol_inputs import SymbolJob, symbol_inputs
+from foxhunt.data.symbol_inputs import SymbolInputs, SymbolJob, symbol_inputs
 from foxhunt.data.symbol_plan import (
     Load,
     SymbolEncoded,
@@ -99,6 +99,7 @@ class Scratch:
 
 
 Ranges = list[tuple[int, int]]
+Compute = Callable[[list[SymbolJob], int], Iterator[SymbolInputs]]
 
 
 def why_not_streamed(config: DataConfig, preprocessor: Preprocessor | None) -> str | None:
@@ -113,9 +114,12 @@ def why_not_streamed(config: DataConfig, preprocessor: Preprocessor | None) -> s
     return None
 
 
-def write_streamed(stage: Staging, config: DataConfig, material: dict[str, Any]) -> dict[str, Any]:
+def write_streamed(
+    stage: Staging, config: DataConfig, material: dict[str, Any], compute: Compute = symbol_inputs
+) -> dict[str, Any]:
     """Prepare `config`'s bars a symbol at a time into `stage`: the files `write_entry`
-    writes of the same bars in memory; the manifest's metadata."""
+    writes of the same bars in memory; the manifest's metadata. `compute` computes the
+    symbols' jobs (`symbol_inputs`; DDP ranks share them: data/shared_store.py)."""
     spec = FeatureSpec(
         config.volatility_windows,
         config.observed_columns,
@@ -128,7 +132,7 @@ def write_streamed(stage: Staging, config: DataConfig, material: dict[str, Any])
     workers = min(config.prepare_workers, len(ranges))
     check_symbol_fits(longest, bars.spec, source=bars.source, workers=workers)
     raw = Scratch(stage, ranges[-1][1], len(_all_names(bars.spec)))
-    spec, files = _encode(raw, bars, config)
+    spec, files = _encode(raw, bars, config, compute)
     keep = np.asarray([n not in spec.dropped for n in _all_names(spec)])
     observed = len(spec.observed_names)
 
@@ -178,7 +182,9 @@ def _blocks(ranges: Ranges) -> Iterator[tuple[int, int]]:
             yield lo, min(lo + BLOCK_ROWS, stop)
 
 
-def _encode(raw: Scratch, bars: SymbolBars, config: DataConfig) -> tuple[FeatureSpec, list[Path]]:
+def _encode(
+    raw: Scratch, bars: SymbolBars, config: DataConfig, compute: Compute
+) -> tuple[FeatureSpec, list[Path]]:
     """Each symbol's unscaled inputs into `raw`, its returns and finite rows into a scratch
     file of its own; the spec less the inputs constant on the training rows, as
     `pipeline._encode_new_run`."""
@@ -203,11 +209,11 @@ def _encode(raw: Scratch, bars: SymbolBars, config: DataConfig) -> tuple[Feature
     ]
     processes = set()
     with raw.stage.errors():  # disk full: one line naming the store, from any worker
-        for code, done in enumerate(symbol_inputs(jobs, config.prepare_workers)):
+        for code, done in enumerate(compute(jobs, config.prepare_workers)):
             np.save(files[code].with_suffix(".npy"), done.returns)
             low, high = np.fmin(low, done.low), np.fmax(high, done.high)
             processes.add(done.pid)
-    if config.prepare_workers > 1:
+    if config.prepare_workers > 1 and compute is symbol_inputs:  # DDP ranks log their own
         log.info("feature store: %d symbols computed in %d processes", len(ranges), len(processes))
     spec = replace(spec, dropped=constant_names(spec, low, high))
     keep = np.asarray([n not in spec.dropped for n in _all_names(spec)])

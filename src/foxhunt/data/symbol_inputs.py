@@ -74,7 +74,7 @@ def symbol_inputs(jobs: list[SymbolJob], workers: int) -> Iterator[SymbolInputs]
     """Each job's `compute_symbol`, in order: here with one worker, else in `workers`
     spawned processes (each holding one symbol's matrix at a time; a job names its files,
     so the jobs waiting hold no vector of their bars)."""
-    if workers == 1 or len(jobs) == 1:
+    if workers == 1 or len(jobs) <= 1:  # none: a DDP rank with no symbol (shared_store.py)
         yield from map(compute_symbol, jobs)
         return
     context = multiprocessing.get_context("spawn")

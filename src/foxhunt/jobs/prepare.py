@@ -12,6 +12,7 @@ import torch
 from foxhunt.data import PreparedData, prepare_data
 from foxhunt.data.planted.files import read_record
 from foxhunt.data.preprocess import ROLLING_BASE
+from foxhunt.data.shared_store import Ranks
 from foxhunt.errors import ConfigError
 from foxhunt.jobs.base import BaseChoice, choose_base
 from foxhunt.jobs.fallback import HeadFallback, prepare_fallback
@@ -22,6 +23,7 @@ from foxhunt.model.size import check_step_fits_in_memory
 from foxhunt.runs import CONFIG_FILE, RunConfig
 from foxhunt.scoring import fit_run_baselines
 from foxhunt.training.config import resolve_device
+from foxhunt.training.distributed import DistributedContext, broadcast_from_main, gather_objects
 from foxhunt.training.guards import check_early_stopping
 from foxhunt.training.precision import autocast_dtype
 from foxhunt.training.threads import apply_threads
@@ -79,6 +81,14 @@ def with_threads(config: RunConfig, resumed: Path | None) -> RunConfig:
     return replace(config, training=replace(config.training, threads=threads))
 
 
+def store_ranks(ctx: DistributedContext) -> Ranks | None:
+    """The process group's collectives, with which DDP ranks share a new feature store
+    entry's symbols (data/shared_store.py); None on one process."""
+    if not ctx.enabled:
+        return None
+    return Ranks(ctx.rank, ctx.world_size, broadcast=broadcast_from_main, gather=gather_objects)
+
+
 def prepare(config: RunConfig, job: JobSetting) -> PreparedRun:
     """Checks what would fail late (device, precision, a step too large for memory, early
     stopping without validation) before anything is written; seeds torch."""
@@ -92,7 +102,7 @@ def prepare(config: RunConfig, job: JobSetting) -> PreparedRun:
     # the windows come with the rolling base; a saved run's own base is refitted and stands
     rolling = None if saved is None else replace(saved, base=ROLLING_BASE, base_filter=None)
     read_record(config.data.path)  # a damaged planted record: refused before training
-    data = prepare_data(config.data, preprocessor=rolling)
+    data = prepare_data(config.data, preprocessor=rolling, ranks=store_ranks(ctx))
     resumed = None if saved is None else trained_base(job.output_dir, saved.base)
     fallback = uses_fallback(config, job)
     data, base = choose_base(config, data, resumed=resumed, keep_encoded=fallback)

@@ -231,6 +231,15 @@ def broadcast_from_main(value: T) -> T:
     return box[0]
 
 
+def gather_objects(value: T) -> list[T]:
+    """Every rank's `value` (pickled; small objects only), in rank order, on every rank."""
+    if not active():
+        return [value]
+    values: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(values, value)
+    return values
+
+
 def main_decides(ctx: DistributedContext, decide: Callable[[], T]) -> T:
     """Run `decide` on rank 0 alone and give every rank its result, or raise its error
     (a FoxhuntError) on every rank, so that all ranks exit the same way."""
