@@ -26,3 +26,14 @@ def test_tool_is_clean(args: tuple[str, ...]) -> None:
         pytest.skip(f"{args[0]} is not installed (pip install -e .[dev])")
     result = run_tool(*args)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_test_modules_have_unique_names() -> None:
+    """pytest imports a test folder without __init__.py by its file's name alone: two files of
+    one name collide only when one worker collects both, so a targeted run never sees it."""
+    seen: dict[str, Path] = {}
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        if (path.parent / "__init__.py").exists():
+            continue  # imported by its package's dotted name
+        other = seen.setdefault(path.name, path)
+        assert other == path, f"{other.relative_to(ROOT)} and {path.relative_to(ROOT)}"
