@@ -25,7 +25,7 @@ from foxhunt.data.pipeline import prepare_in_memory
 from foxhunt.data.rebase import base_rows
 from foxhunt.data.windows import SPLITS
 from foxhunt.errors import ConfigError, FoxhuntError
-from foxhunt.storage import staged
+from foxhunt.storage import checked, staged
 from foxhunt.storage.staged import StoreError
 
 GROUPS = ("returns", "ranges")  # library groups: the float32 matrix path
@@ -65,8 +65,10 @@ def entries(store: Path) -> list[Path]:
 
 
 def left(store: Path) -> list[Path]:
-    """All `store` holds but the writers' lock files (empty, kept: see staged.writer_lock)."""
-    return sorted(p for p in store.iterdir() if not p.name.startswith(staged.LOCK))
+    """All `store` holds but the writers' lock files (empty, kept: see staged.writer_lock) and
+    the entries' stamps (storage/checked.py)."""
+    kept = (staged.LOCK, checked.STAMP)
+    return sorted(p for p in store.iterdir() if not p.name.startswith(kept))
 
 
 def manifest_files(entry: Path) -> dict[str, object]:
@@ -164,7 +166,7 @@ def test_an_interrupted_preparation_is_never_read_and_the_rerun_is_identical(
 KILLED = """
 import os, signal, sys
 from foxhunt.data import DataConfig, prepare_data
-from foxhunt.storage import staged
+from foxhunt.storage import checked, staged
 append, count = staged.ArrayWriter.append, [0]
 def killed(self, block):
     count[0] += 1
@@ -198,7 +200,7 @@ SLOW_WRITER = """
 import sys, time
 from pathlib import Path
 from foxhunt.data import DataConfig, prepare_data
-from foxhunt.storage import staged
+from foxhunt.storage import checked, staged
 append, signals = staged.ArrayWriter.append, Path(sys.argv[1])
 def held(self, block):
     if not (signals / "writing").exists():

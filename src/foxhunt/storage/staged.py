@@ -2,8 +2,9 @@
 size and SHA-256 in a manifest written last, then renamed into place (the feature store).
 
 A reader finds `ROOT/KEY` only after the rename, and trusts it only when every file matches
-its manifest and the manifest its own checksum; a damaged one is removed (the caller
-rebuilds it). A killed writer leaves
+its manifest and the manifest its own checksum (a file unchanged since it was last hashed,
+by its size, times and inode, is not hashed again: `storage/checked.py`); a damaged one is
+removed (the caller rebuilds it). A killed writer leaves
 `ROOT/.staging-KEY-HOST-PID`, which the next writer on that host removes once PID is gone.
 One process writes a key at a time (`writer_lock`, an OS lock the OS releases when its holder
 dies): others asking for it meanwhile (DDP ranks, a second run) wait, then read it.
@@ -29,6 +30,7 @@ from typing import IO, Any
 import numpy as np
 
 from foxhunt.errors import FoxhuntError
+from foxhunt.storage import checked
 from foxhunt.storage.atomic import FULL_ERRORS, PLACE_ERRORS, fsync_dir
 
 try:
@@ -134,7 +136,7 @@ class Staging:
     def finalize(self, metadata: dict[str, Any]) -> Path:
         """The manifest last, then the rename; another writer's entry already there wins."""
         manifest = {"format": 1, "key": self.key, "files": self.files, "metadata": metadata}
-        manifest["sha256"] = _manifest_sha(manifest)
+        manifest["sha256"] = digest = _manifest_sha(manifest)
         with self.errors(), open(self.path / MANIFEST, "w") as f:
             f.write(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
             f.flush()
@@ -148,6 +150,8 @@ class Staging:
                 if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
                     raise
                 shutil.rmtree(self.path, ignore_errors=True)  # another writer finished first
+            else:  # hashed as written: the first reader need not read it all again
+                checked.record(final, digest, self.files)
             fsync_dir(self.root)
         return final
 
@@ -250,15 +254,18 @@ def _check(path: Path, key: str, required: tuple[str, ...]) -> str | None:
             return f"{MANIFEST} lists no {', '.join(missing)}"
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return f"{MANIFEST}: {exc}"
+    suspect = checked.to_hash(path, manifest["sha256"], files)  # storage/checked.py
     for name, meta in files.items():
         file = path / str(name)
         try:
             if file.stat().st_size != meta["bytes"]:
                 return f"{name} is {file.stat().st_size} bytes, the manifest says {meta['bytes']}"
-            if file_sha256(file) != meta["sha256"]:
+            if name in suspect and file_sha256(file) != meta["sha256"]:
                 return f"{name}: checksum mismatch"
         except (OSError, KeyError, TypeError) as exc:
             return f"{name}: {exc}"
+    if suspect:
+        checked.record(path, manifest["sha256"], files)
     return None
 
 
