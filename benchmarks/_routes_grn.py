@@ -122,6 +122,9 @@ def build_unit(shape: str, unit: str, batch_size: int | None) -> Unit:
     torch.manual_seed(0)
     model = apply_model_transforms(build_model(DEFAULT_MODEL, cfg), cfg)  # as a run builds it
     if unit == "model":
+        # the output head starts at zero, and the forecast then at the baseline whatever the
+        # rest computes: drawn weights, so that the error column sees the VSNs
+        nn.init.normal_(model.output_head.weight, std=0.1)
         data = random_batch(cfg, batch)
         return Unit(model, lambda m: m(data).quantiles)
     real = torch.randn(batch, cfg.lookback, cfg.num_past)
@@ -198,6 +201,7 @@ def grn_routes(
     unit_name: str,
     batch_size: int | None,
     selected: list[str],
+    modes: list[str],
     target_s: float,
     say: Callable[[str], None],
 ) -> tuple[list[Route], dict[str, str]]:
@@ -210,7 +214,7 @@ def grn_routes(
     for shape in shapes:
         unit = build_unit(shape, unit_name, batch_size)
         memory, need = available_bytes(), decomposed_bytes(shape, batch_size, unit_name)
-        for mode in MODES:
+        for mode in (m for m in MODES if m in modes):
             cell = f"GRN {unit_name} {shape} {mode}"
             module = unit.module.train(mode == "training")
             with kernel_off():

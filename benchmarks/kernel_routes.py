@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/kernel_routes.py [--contention] [--threads 1] [--rounds 7]
         [--grn-shapes reference tft-225] [--unit vsn|model] [--batch N]
+        [--modes inference training]
         [--int8-shapes 64x64 64x128 256x256 256x512] [--rows 1 72 8192]
         [--routes ROUTE ...] [--target-ms 100]
 
@@ -65,9 +66,9 @@ from _routes_common import (  # noqa: E402
     table,
     verdict,
 )
+from _routes_grn import MODES, grn_routes  # noqa: E402
 from _routes_grn import ROUTES as GRN_ROUTES  # noqa: E402
 from _routes_grn import SHAPES as GRN_SHAPES  # noqa: E402
-from _routes_grn import grn_routes  # noqa: E402
 from _routes_int8 import ROUTES as INT8_ROUTES  # noqa: E402
 from _routes_int8 import int8_routes, parse_shape  # noqa: E402
 
@@ -80,6 +81,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--grn-shapes", nargs="*", default=["reference", "tft-225"], choices=GRN_SHAPES)
     p.add_argument("--unit", choices=("vsn", "model"), default="vsn")
     p.add_argument("--batch", type=int, default=None, help="GRN batch (default: the preset's)")
+    p.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES, help="GRN modes")
     p.add_argument("--int8-shapes", nargs="*", default=["64x64", "64x128", "256x256", "256x512"])
     p.add_argument("--rows", type=int, nargs="+", default=[1, 72, 8192])
     p.add_argument(
@@ -124,7 +126,9 @@ def run(args: argparse.Namespace) -> list[Route]:
     grn: list[Route] = []
     grn_ref: dict[str, str] = {}
     if args.grn_shapes and set(args.routes) & set(GRN_ROUTES):
-        grn, grn_ref = grn_routes(args.grn_shapes, args.unit, args.batch, args.routes, target, say)
+        grn, grn_ref = grn_routes(
+            args.grn_shapes, args.unit, args.batch, args.routes, args.modes, target, say
+        )
     int8: list[Route] = []
     int8_ref: dict[str, str] = {}
     if args.int8_shapes and set(args.routes) & set(INT8_ROUTES):

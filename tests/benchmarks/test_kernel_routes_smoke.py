@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -42,6 +43,7 @@ def _numbers(text: str) -> list[float]:
 def test_the_eager_routes_are_timed_checked_and_judged(
     kernel_routes: ModuleType,
     capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
     require_kernel: Callable[[ModuleType | None, str], ModuleType],
 ) -> None:
     require_kernel(grn_cells.load(), "the grn_cells kernel")
@@ -72,12 +74,35 @@ def test_the_eager_routes_are_timed_checked_and_judged(
             assert error <= 1e-5 * scale and (not grads or grads[0] <= 1e-5 * grads[1])
         else:  # int8 rounding, but the same layer
             assert error <= (0 if route.name == "fp32" else 0.05) * scale
+    _assert_only_the_kernel_routes_run_the_kernel(routes, monkeypatch)
     assert "| / kernel (rounds) |" in out and "| 1.00x (1.00 - 1.00) |" in out
     for title in ("GRN kernel (grn_cells.cpp)", "int8 kernel (int8_linear.cpp)"):
         section = out.split(f"{title}: the 15% rule on this CPU")[1]
         assert "  verdict: " in section and "column is not measured here" in section
     # no maintained int8 route was timed: no verdict there, and FP32 is not one
     assert "int8 8x64 rows 1: n/a" in out
+
+
+def _assert_only_the_kernel_routes_run_the_kernel(
+    routes: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each GRN route called once more: the C++ kernel's forward (and backward) run in the
+    kernel's route, never in eager-aten's."""
+    calls: list[str] = []
+    for name in ("forward", "backward"):
+        original = getattr(grn_cells, name)
+
+        def counted(*args: Any, _original: Any = original, _name: str = name) -> Any:
+            calls.append(_name)
+            return _original(*args)
+
+        monkeypatch.setattr(grn_cells, name, counted)
+    for route in routes:
+        if route.cell.startswith("GRN"):
+            calls.clear()
+            route.call()
+            want = ["forward", "backward"] if "training" in route.cell else ["forward"]
+            assert calls == (want if route.kind == "kernel" else []), route.name
 
 
 @pytest.mark.parametrize(
