@@ -11,7 +11,7 @@ interleaved run: each round times every route in turn (odd rounds in reverse ord
 change in the machine's load reaches all alike. Per route: the median over rounds of a
 call's median time, the rounds' range, the median (and range) of its per-round ratio to the
 kernel's route, the first call's seconds (compile, export or quantization included: its own
-column, not in the timings) and its error against the cell's reference, so that no route is
+column, not in the timings; a cold compile: inductor's caches are off unless --warm-cache) and its error against the cell's reference, so that no route is
 timed doing something else.
 
 - GRN (``foxhunt::grn_cells``, _routes_grn.py): the past variable selection network
@@ -46,8 +46,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -90,18 +93,40 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     )  # fmt: skip
     p.add_argument("--contention", action="store_true", help="one competing process throughout")
     p.add_argument("--contention-threads", type=int, default=1)
+    p.add_argument(
+        "--warm-cache", action="store_true", help="let inductor reuse its on-disk caches"
+    )
     p.add_argument("--quiet-setup", action="store_true", help="no line per route while setting up")
     return p.parse_args(argv)
 
 
-def compile_settings() -> contextlib.ExitStack:
+@contextlib.contextmanager
+def environment(name: str, value: str) -> Iterator[None]:
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = before
+
+
+def compile_settings(warm_cache: bool) -> contextlib.ExitStack:
     """Many compiled variants of the same code (Linear.forward, the VSN's forward): a
     recompile limit hit must fail, never run a "compiled" route eagerly; dropout in compiled
-    graphs draws with ATen's generator, as eager does (the GRN error check compares masks)."""
+    graphs draws with ATen's generator, as eager does (the GRN error check compares masks).
+    Unless ``warm_cache``, inductor compiles into a new cache folder with its caches off:
+    the first-call column is a cold compile, not an earlier run's cache."""
     import torch._dynamo.config as dynamo_config
     import torch._inductor.config as inductor_config
 
     stack = contextlib.ExitStack()
+    if not warm_cache:
+        folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="kernel_routes_"))
+        stack.enter_context(environment("TORCHINDUCTOR_CACHE_DIR", folder))
+        stack.enter_context(inductor_config.patch(force_disable_caches=True))
     stack.enter_context(
         dynamo_config.patch(
             recompile_limit=512, accumulated_recompile_limit=4096, fail_on_recompile_limit_hit=True
@@ -164,7 +189,7 @@ def main(argv: list[str] | None = None) -> list[Route]:
         context = contextlib.nullcontext()
     threads = torch.get_num_threads()
     try:
-        with context, compile_settings():
+        with context, compile_settings(args.warm_cache):
             return run(args)
     finally:
         torch.set_num_threads(threads)
