@@ -128,7 +128,7 @@ def _ort_session(layer: _Layer, threads: int) -> Any:
     if layer.ort_session is None:
         rows = torch.export.Dim("rows", min=1)
         module = QDQLinear(layer.fake).eval()
-        with torch.no_grad():
+        with torch.no_grad(), quiet_loggers("torch.onnx"):  # torchvision's ops, absent
             exported = torch.export.export(
                 module, (layer.calibration,), dynamic_shapes=({0: rows},)
             )
