@@ -19,9 +19,11 @@ from _bench_config import ModelShape
 from _bench_models import Timing, Trainer
 
 #: the competing process: a 2-thread fp32 matmul loop, as another user's training would be
+#: (its thread count from OMP_NUM_THREADS, which `Competitor` sets)
 COMPETITOR = """
+import os
 import torch
-torch.set_num_threads(2)
+torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 a = torch.randn(768, 768)
 while True:
     a = torch.tanh(a @ a * 1e-3)
@@ -102,10 +104,14 @@ def sgemm_gflops(size: int, reps: int = 5) -> float:
 
 
 class Competitor:
-    """Context manager: one competing 2-thread matmul process for the block's duration."""
+    """Context manager: one competing matmul process (2 threads unless told) for the block's
+    duration."""
+
+    def __init__(self, threads: int = 2) -> None:
+        self.threads = threads
 
     def __enter__(self) -> Competitor:
-        env = {**os.environ, "OMP_NUM_THREADS": "2"}
+        env = {**os.environ, "OMP_NUM_THREADS": str(self.threads)}
         self.process = subprocess.Popen([sys.executable, "-c", COMPETITOR], env=env)
         time.sleep(1.0)  # past its import: competing when the first step starts
         return self
