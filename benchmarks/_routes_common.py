@@ -82,6 +82,20 @@ def optional(module: str, extra: str, routes: Sequence[str]) -> ModuleType | Non
 
 
 @contextmanager
+def environment(name: str, value: str) -> Iterator[None]:
+    """`name`=`value` in os.environ for the block, then as it was."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = before
+
+
+@contextmanager
 def quiet_loggers(*names: str) -> Iterator[None]:
     """Only errors from these loggers in the block (torchao's import warns of its CUDA
     libraries on a CPU build)."""

@@ -24,17 +24,16 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import os
 import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, cast
 
 import torch
 from torch import Tensor, nn
 from torch.overrides import TorchFunctionMode
 
-from _routes_common import KERNEL, MAINTAINED, Route, calibrate
+from _routes_common import KERNEL, MAINTAINED, Route, calibrate, environment
 from foxhunt import apply_model_transforms
 from foxhunt.bench.memory import random_batch
 from foxhunt.bench.presets import PRESETS, Preset
@@ -86,18 +85,9 @@ class DecomposedGRNs(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
-@contextmanager
-def kernel_off() -> Iterator[None]:
+def kernel_off() -> AbstractContextManager[None]:
     """``FOXHUNT_FUSED_KERNEL=0`` for the block (read at each call of the op)."""
-    before = os.environ.get(SWITCH_ENV)
-    os.environ[SWITCH_ENV] = "0"
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ[SWITCH_ENV]
-        else:
-            os.environ[SWITCH_ENV] = before
+    return environment(SWITCH_ENV, "0")
 
 
 CONTEXTS: dict[str, Callable[[], AbstractContextManager[Any]]] = {

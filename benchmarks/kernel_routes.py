@@ -46,11 +46,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -63,6 +61,7 @@ if _HERE not in sys.path:
 from _routes_common import (  # noqa: E402
     Route,
     cpu_flags,
+    environment,
     interleaved,
     load_line,
     machine_line,
@@ -98,19 +97,6 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--quiet-setup", action="store_true", help="no line per route while setting up")
     return p.parse_args(argv)
-
-
-@contextlib.contextmanager
-def environment(name: str, value: str) -> Iterator[None]:
-    before = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ[name]
-        else:
-            os.environ[name] = before
 
 
 def compile_settings(warm_cache: bool) -> contextlib.ExitStack:

@@ -166,7 +166,7 @@ def test_an_interrupted_preparation_is_never_read_and_the_rerun_is_identical(
 KILLED = """
 import os, signal, sys
 from foxhunt.data import DataConfig, prepare_data
-from foxhunt.storage import checked, staged
+from foxhunt.storage import staged
 append, count = staged.ArrayWriter.append, [0]
 def killed(self, block):
     count[0] += 1
@@ -200,7 +200,7 @@ SLOW_WRITER = """
 import sys, time
 from pathlib import Path
 from foxhunt.data import DataConfig, prepare_data
-from foxhunt.storage import checked, staged
+from foxhunt.storage import staged
 append, signals = staged.ArrayWriter.append, Path(sys.argv[1])
 def held(self, block):
     if not (signals / "writing").exists():
