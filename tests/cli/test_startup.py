@@ -66,3 +66,15 @@ def test_no_help_imports_torch_scipy_or_matplotlib() -> None:
     assert "--hidden-size" in train and "--lr" in train  # the generated flags are listed
     predict = next(text for line, _, text, _ in found if line == "foxhunt predict --help")
     assert "--parquet-file" in predict and "RUN_DIR" in predict  # DataConfig's, and its own
+
+
+def test_the_runs_and_baselines_import_neither_scipy_stats_nor_scipy_signal() -> None:
+    """What loads a saved run (predict, export, inspect, report) imports the runs and the
+    baselines; scipy.stats and scipy.signal took 1-2 s more each. The baselines import
+    scipy.signal where they filter; the tests of difference still import scipy.stats."""
+    code = "import sys, foxhunt.runs, foxhunt.baselines; print(sorted(sys.modules))"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    loaded = set(json.loads(run.stdout.replace("'", '"')))
+    assert "foxhunt.baselines.ewma" in loaded and "torch" in loaded
+    assert not {"scipy.stats", "scipy.signal"} & loaded

@@ -17,7 +17,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy.signal import lfilter
 
 from foxhunt.baselines.garch import MIN_FIT_BARS, GarchFitError, backcast
 
@@ -44,6 +43,8 @@ def fit_ewma(u: np.ndarray) -> float:
 
 def filter_ewma(lam: float, u: np.ndarray) -> np.ndarray:
     """[n + 1] sigma² of each return of `u` [n] and, last, of the return after it."""
+    from scipy.signal import lfilter  # here, not above: a 1-2 s import for every process
+
     start = backcast(u)
     drive = (1.0 - lam) * np.concatenate([[start], np.square(u)])
     sigma2, _ = lfilter([1.0], [1.0, -lam], drive, zi=[lam * start])

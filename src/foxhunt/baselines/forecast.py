@@ -20,7 +20,7 @@ from typing import TypeVar
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
+from scipy.special import ndtri  # norm.ppf, without scipy.stats' 1-2 s import
 
 from foxhunt.baselines.bars import BarReturns
 from foxhunt.baselines.ewma import fit_ewma
@@ -130,7 +130,7 @@ def forecast_baselines(
     paths = {name: np.full((n, horizon), np.nan) for name in VOLATILITY}
     z = {name: np.full((n, nq), np.nan) for name in (*VOLATILITY, *_emp(VOLATILITY))}
     qr = np.full((n, nq), np.nan)  # quantile regression, adjusted units
-    gaussian = norm.ppf(np.asarray(quantiles, dtype=np.float64))
+    gaussian = ndtri(np.asarray(quantiles, dtype=np.float64))
     to_levels = interpolation(GRID, quantiles)  # [G, Q]
     for code, rows in bars.symbol_slices():
         profile = fitted.profiles.get(code, FLAT)

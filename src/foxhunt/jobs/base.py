@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from scipy.stats import norm
+from scipy.special import ndtri  # norm.ppf, without scipy.stats' 1-2 s import
 
 from foxhunt.baselines.base import CANDIDATES, FilteredBase
 from foxhunt.data import PreparedData, Preprocessor, WindowDataset
@@ -98,7 +98,7 @@ def validation_loss(
     steps = anchors[:, None] + np.arange(1, dataset.horizon + 1)  # [W, H] target rows
     volatility = rows.volatility.astype(np.float32)[anchors][:, None]
     scale = (volatility * rows.profile.astype(np.float32)[steps]).astype(np.float64)  # [W, H]
-    z = norm.ppf(np.asarray(quantiles, dtype=np.float64))  # [Q]
+    z = ndtri(np.asarray(quantiles, dtype=np.float64))  # [Q]
     target = dataset.target_values.numpy().astype(np.float64)[steps] * unit
     pred = scale[..., None] * z * unit  # [W, H, Q]
     return float(forecast_metrics(pred, target, quantiles)["mean_quantile_loss"])

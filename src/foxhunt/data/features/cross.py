@@ -60,14 +60,16 @@ def as_of(
     return out, when
 
 
-def compute(bars: Bars, windows: tuple[int, ...], out: np.ndarray) -> None:
-    own = own_measures(bars, windows)
+def others_mean(bars: Bars, own: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """[N, k] the mean over the fresh other symbols of their `own` [N, k] measures as of each
+    row (0 where none is fresh, NaN while one is in its warm-up), and [N] the share of the
+    other symbols that are fresh."""
     names, codes = np.unique(bars.symbols, return_inverse=True)
     total = np.zeros_like(own)
     fresh_count = np.zeros(len(own))
     for code in range(len(names)):
         mine = codes == code
-        joined, when = as_of(bars.times_ns[mine], own[mine], bars.times_ns)  # [N, 2 W]
+        joined, when = as_of(bars.times_ns[mine], own[mine], bars.times_ns)  # [N, k]
         # a row's own symbol is not one of the others; an old bar is not news
         fresh = ~mine & (when >= bars.times_ns - bars.gap_ns)
         total[fresh] += joined[fresh]
@@ -75,11 +77,17 @@ def compute(bars: Bars, windows: tuple[int, ...], out: np.ndarray) -> None:
     others = np.zeros_like(own)  # 0 where no other symbol is fresh
     seen = fresh_count > 0
     others[seen] = total[seen] / fresh_count[seen, None]  # NaN while one is in its warm-up
+    return others, fresh_count / (len(names) - 1)
+
+
+def compute(bars: Bars, windows: tuple[int, ...], out: np.ndarray) -> None:
+    own = own_measures(bars, windows)
+    others, fresh = others_mean(bars, own)
     columns = []
     for j in range(len(windows)):
         ret, vol = others[:, 2 * j], others[:, 2 * j + 1]
         columns += [ret, vol, own[:, 2 * j] - ret]
-    write_columns(out, [*columns, fresh_count / (len(names) - 1)])
+    write_columns(out, [*columns, fresh])
 
 
 GROUP = Group(
