@@ -87,6 +87,7 @@ def train(bars: str, store: str | None, steps: int) -> dict[str, float]:
     from foxhunt.model.config import DATA_FIELDS
     from foxhunt.model.factory import build_model
     from foxhunt.task.loss import batch_loss
+    from foxhunt.training.sampler import EpochBatchSampler
 
     torch.manual_seed(0)
     data = prepare_data(_config(bars, store))
@@ -94,7 +95,10 @@ def train(bars: str, store: str | None, steps: int) -> dict[str, float]:
     config = fit_model_config(replace(preset.config, **dict.fromkeys(DATA_FIELDS)), data)
     model = build_model("tft", config)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    loader = iter(make_loader(data.train, batch_size=preset.batch_size, shuffle=True))
+    # the trainer's sampler: a permutation tensor (8 bytes a window), not RandomSampler's
+    # list of ints (36), which measured a training peak the trainer does not have
+    order = EpochBatchSampler(len(data.train), batch_size=preset.batch_size, seed=0)
+    loader = iter(make_loader(data.train, batch_sampler=order))
 
     def step() -> None:
         loss = batch_loss(model, next(loader), config.quantiles)

@@ -12,7 +12,6 @@ from foxhunt.cli.common import data_section
 from foxhunt.cli.generated import Section
 from foxhunt.cli.resolve import Command, add_command, generated_command, resolve
 from foxhunt.config_fields import setting
-from foxhunt.errors import ConfigError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -103,18 +102,14 @@ def feature_listing(
     from foxhunt.data.config import DataConfig
     from foxhunt.data.contracts import contract_series_starts
     from foxhunt.data.features import FeatureSpec, parse_groups
-    from foxhunt.data.features.compute import row_contracts
+    from foxhunt.data.features.compute import check_cross, row_contracts
     from foxhunt.data.features.fitting import check_groups
 
     config = DataConfig(feature_groups=tuple(groups))
     spec = FeatureSpec(
         config.volatility_windows, calendar=calendar, groups=parse_groups(config.feature_groups)
     )
-    if frame["symbol"].nunique() < 2 and any(g.cross for g, _ in spec.observed_groups):
-        raise ConfigError(
-            "DataConfig.feature_groups: group 'cross' needs several symbols and the bars hold "
-            f"one ({frame['symbol'].iloc[0]}); leave it out or add symbols"
-        )
+    check_cross(frame["symbol"].to_numpy(), spec)
     codes = factorize(frame["symbol"])[0]
     series = np.cumsum(contract_series_starts(codes, frame, contract_column)) - 1
     check_groups(spec, series_codes=series, contract_column=contract_column)

@@ -48,11 +48,14 @@ def make_bars(
     )
 
 
-def check_cross(bars: Bars, spec: FeatureSpec) -> None:
-    if any(g.cross for g, _ in spec.observed_groups) and len(np.unique(bars.symbols)) < 2:
+def check_cross(symbols: np.ndarray, spec: FeatureSpec) -> None:
+    """A ConfigError naming the groups that read other symbols when `symbols` [N] are one."""
+    crossing = [g.name for g, _ in spec.observed_groups if g.cross]
+    if crossing and len(np.unique(symbols)) < 2:
+        named = " and ".join(f"'{name}'" for name in crossing)
         raise ConfigError(
-            "DataConfig.feature_groups: group 'cross' needs several symbols and the bars hold "
-            f"one ({bars.symbols[0]}); leave it out or add symbols"
+            f"DataConfig.feature_groups: group {named} needs several symbols and the bars hold "
+            f"one ({symbols[0]}); leave it out or add symbols"
         )
 
 
@@ -80,7 +83,7 @@ def library_inputs(
     columns of one matrix (matrix.py), and the number of observed columns. Every group's
     columns are computed; those the spec dropped are then squeezed out in place."""
     bars = make_bars(frame, spec, timezone, series, returns)
-    check_cross(bars, spec)
+    check_cross(bars.symbols, spec)
     full = replace(spec, dropped=())
     names = (*full.observed_names, *full.known_names)
     inputs = np.empty((len(returns), len(names)), dtype=np.float32)
