@@ -127,6 +127,11 @@ def row(seed: int, metrics: dict[str, Any], market: str, run: Path) -> str:
             f" [{100 * ci[0]:.0f}, {100 * ci[1]:.0f}]"
             if (ci := oracle.get("gap_closed_ci95"))
             else ""
+        )
+        + (
+            " (" + ", ".join(f"{k} {100 * v:.0f}%" for k, v in each.items()) + ")"
+            if (each := oracle.get("gap_closed_by_symbol"))
+            else ""
         ),
         f"{p:.4f}",
         difference(run, best),

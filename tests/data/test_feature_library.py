@@ -289,26 +289,3 @@ def test_a_stale_symbol_is_left_out_of_the_cross_inputs() -> None:
     assert (es_alone.loc[stale, ["cross_ret_3", "cross_vol_6", "cross_fresh"]] == 0).all().all()
     own = table(alone, fitted_spec(alone, ("returns:3/6",))).loc["ES"]
     np.testing.assert_array_equal(es_alone.loc[stale, "rel_strength_3"], own.loc[stale, "ret_3"])
-
-
-def test_the_spillover_is_the_other_symbols_move_in_their_own_volatility() -> None:
-    """ES's cross_surge_3 is NQ's RMS return over its last 3 bars over that of its last 12,
-    read as of ES's bar; NQ's moves made 3 times larger leave it as it is (cross_vol moves)."""
-    two = generate_bars(days=3, seed=6, symbols=("ES", "NQ"))
-    spec = fitted_spec(two, ("cross:3", "spillover:3"))
-    es = table(two, spec).loc["ES"]
-    nq = two[two["symbol"] == "NQ"].set_index("timestamp")
-    r = np.log(nq["close"]).diff()
-    hand = np.sqrt((r**2).rolling(3).mean()) / np.sqrt((r**2).rolling(12).mean())
-    shared = es.index.intersection(hand.dropna().index)
-    assert len(shared) > 500
-    np.testing.assert_allclose(es.loc[shared, "cross_surge_3"], hand[shared], rtol=1e-5)
-    louder = two.copy()
-    mine = louder["symbol"] == "NQ"
-    first = louder.loc[mine, "close"].iloc[0]
-    for column in ("open", "high", "low", "close"):  # log moves x3: still valid bars
-        louder.loc[mine, column] = first * (louder.loc[mine, column] / first) ** 3
-    loud = table(louder, spec).loc["ES"]
-    np.testing.assert_allclose(loud["cross_surge_3"], es["cross_surge_3"], rtol=1e-5)
-    ratio = (loud["cross_vol_3"] / es["cross_vol_3"]).dropna()
-    np.testing.assert_allclose(ratio[ratio.index.isin(shared)], 3.0, rtol=1e-4)

@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 
 from foxhunt.report.html import render
+from foxhunt.scoring.oracle import shares_by_symbol
 from foxhunt.task import results_table
 from foxhunt.task.scoring import KEPT_INITIAL
 from helpers import TINY_DATA, tiny_job, tiny_run, tiny_training
@@ -29,6 +30,27 @@ def test_a_run_on_the_built_in_planted_bars_scores_the_oracle_beside_the_baselin
     low, high = oracle["gap_closed_ci95"]
     assert low < share < high and f"interval {100 * low:.0f}% to" in result.table
     assert "oracle_bars" in result.table and "planted market: the TFT closed" in result.table
+
+
+def test_on_several_symbols_the_gap_is_also_closed_symbol_by_symbol(tmp_path):
+    """A driver planted on one symbol (the cross-instrument lead) shows in its own share;
+    the shares weighted by each symbol's gap are the overall one."""
+    data = dataclasses.replace(
+        TINY_DATA, synthetic_market="planted", synthetic_symbols=("ES", "NQ")
+    )
+    result = tiny_job(tmp_path / "run", tiny_run(data=data))
+    oracle = result.metrics["oracle"]
+    each = oracle["gap_closed_by_symbol"]
+    assert set(each) == {"ES", "NQ"}
+    assert f"by symbol ES {100 * each['ES']:.0f}%, NQ {100 * each['NQ']:.0f}%" in result.table
+    tft = np.array([1.0, 2.0, 3.0, 4.0])
+    best, bound = tft + np.array([0.5, 0.5, 1.0, -1.0]), tft - np.array([0.5, 0.5, 1.0, 2.0])
+    names = np.array(["ES", "ES", "NQ", "NQ"], dtype=object)
+    shares = shares_by_symbol(tft, best, bound, names)
+    assert shares == {"ES": 0.5, "NQ": 0.0}  # ES: 1 of its gap of 2; NQ: 0 of its gap of 3
+    assert np.isclose(
+        (shares["ES"] * 2 + shares["NQ"] * 3) / 5, (best - tft).sum() / (best - bound).sum()
+    )
 
 
 def test_a_run_on_garch_bars_has_no_oracle(tmp_path):

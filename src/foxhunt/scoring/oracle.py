@@ -92,11 +92,14 @@ def oracle_summary(
     target: np.ndarray,
     quantiles: Sequence[float],
     forecasts: tuple[np.ndarray, dict[str, np.ndarray], np.ndarray] | None = None,
+    symbols: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """The oracles' metrics on the same windows, and the share of the gap between the best
     baseline and the reachable oracle that the TFT closed (1 = all of it; < 0 = worse than
     that baseline); with `forecasts` (the TFT's [W, H, Q], each baseline's, each window's day
-    [W]) also its 95% day-block interval (`gap_closed_ci95`)."""
+    [W]) also its 95% day-block interval (`gap_closed_ci95`), and with each window's symbol
+    [W] of several the share of each symbol's gap (`gap_closed_by_symbol`: a driver planted
+    on one symbol alone, such as the cross-instrument lead, shows there)."""
     levels = tuple(quantiles)
     rows = {name: forecast_metrics(f, target, levels) for name, f in oracles.items()}
     available = {
@@ -122,6 +125,20 @@ def oracle_summary(
             for f in (pred, baselines[best], oracles["oracle_bars"])
         )
         out["gap_closed_ci95"] = gap_interval(tft_w, best_w, bound_w, days)
+        if symbols is not None and len(set(symbols.tolist())) > 1:
+            out["gap_closed_by_symbol"] = shares_by_symbol(tft_w, best_w, bound_w, symbols)
+    return out
+
+
+def shares_by_symbol(
+    tft: np.ndarray, best: np.ndarray, oracle: np.ndarray, symbols: np.ndarray
+) -> dict[str, float]:
+    """{symbol: the share of its windows' gap the TFT closed} from per-window losses [W]."""
+    out = {}
+    for symbol in sorted(set(symbols.tolist())):
+        mine = symbols == symbol
+        gap = float(np.sum(best[mine] - oracle[mine]))
+        out[str(symbol)] = float(np.sum(best[mine] - tft[mine])) / gap if gap > 0 else float("nan")
     return out
 
 
@@ -161,6 +178,10 @@ def with_planted_oracle(scored: Scored, data: DataConfig, quantiles: Sequence[fl
     data_set = scored.dataset
     days = day_blocks(data_set.timestamps[data_set.anchors.numpy()])
     forecasts = (scored.pred, scored.baselines, days)
-    summary = oracle_summary(scored.metrics, oracles, scored.target, quantiles, forecasts)
+    codes = data_set.symbol_codes.numpy()[data_set.anchors.numpy()]
+    symbols = np.asarray(data_set.symbols, dtype=object)[codes]
+    summary = oracle_summary(
+        scored.metrics, oracles, scored.target, quantiles, forecasts, symbols=symbols
+    )
     metrics = {**scored.metrics, "oracle": summary}
     return replace(scored, metrics=metrics, table=results_table(metrics, tuple(quantiles)))

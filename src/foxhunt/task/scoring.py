@@ -107,8 +107,13 @@ def oracle_line(oracle: dict[str, Any]) -> str:
     latent = oracle["metrics"]["oracle_latent"]["mean_quantile_loss"]
     ci = oracle.get("gap_closed_ci95")
     within = f" (95% day-block interval {100 * ci[0]:.0f}% to {100 * ci[1]:.0f}%)" if ci else ""
+    each = oracle.get("gap_closed_by_symbol")
+    by_symbol = (
+        "; by symbol " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in each.items()) if each else ""
+    )
     return (
         f"planted market: the TFT closed {100 * oracle['gap_closed']:.0f}%{within} of the gap between "
         f"the best baseline ({oracle['best_baseline']}, {oracle['best_baseline_loss']:.4f}) "
         f"and the oracle from the bars ({bars:.4f}; from the latent state {latent:.4f})"
+        f"{by_symbol}"
     )

@@ -16,7 +16,6 @@ from foxhunt.data.features.ranges import GROUP as RANGES
 from foxhunt.data.features.realized import GROUP as REALIZED
 from foxhunt.data.features.returns import GROUP as RETURNS
 from foxhunt.data.features.shape import GROUP as SHAPE
-from foxhunt.data.features.spillover import GROUP as SPILLOVER
 from foxhunt.data.features.trend import GROUP as TREND
 from foxhunt.errors import ConfigError
 
@@ -32,7 +31,6 @@ GROUPS: dict[str, Group] = {
         TREND,
         SHAPE,
         CROSS,
-        SPILLOVER,
         CYCLES,
         EXPIRY,
         INSTRUMENT,
