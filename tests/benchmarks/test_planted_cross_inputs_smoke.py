@@ -1,0 +1,36 @@
+"""benchmarks/planted_cross_inputs.py on a few days of a planted cross market: the table of
+correlations, the leader's raw move among the inputs that carry the lead; exit 2 without one."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from foxhunt.data.planted.config import builtin_market
+from foxhunt.data.planted.files import write_planted
+from foxhunt.data.planted.generate import generate_planted
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "planted_cross_inputs.py"
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True)
+
+
+def test_it_prints_each_inputs_correlations(tmp_path: Path) -> None:
+    bars = tmp_path / "all.parquet"
+    write_planted(generate_planted(builtin_market(12, 0, ("ES", "NQ"))), bars)
+    done = run(str(bars))
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| |r| (the cross")]
+    (raw,) = rows
+    at_bar, remembered = (float(cell) for cell in raw.strip(" |").rsplit("|", 2)[1:])
+    assert 0.3 < at_bar < 1 and 0.3 < remembered < 1  # the raw move carries the lead
+
+
+def test_bars_without_a_cross_lead_exit_2(tmp_path: Path) -> None:
+    bars = tmp_path / "one.parquet"
+    write_planted(generate_planted(builtin_market(3, 0, ("ES",))), bars)
+    done = run(str(bars))
+    assert done.returncode == 2 and "not a planted market with a cross lead" in done.stderr
