@@ -56,12 +56,12 @@ def main() -> None:
 
     season = moves / np.asarray(clock.season).reshape(len(r), -1)[:, 0]
     candidates = {
-        "|r| (the cross group's cross_vol_1)": moves.abs(),
+        "abs(r) (the cross group's cross_vol_1)": moves.abs(),
         "rms over 3 bars (cross_vol_3)": rms(3),
-        "|r| / rms over 4 bars": moves.abs() / rms(4),
-        "|r| / rms over 48 bars": moves.abs() / rms(48),
-        "|r| / rms over 276 bars": moves.abs() / rms(276),
-        "|r / season| / its rms over 276 bars": season.abs()
+        "abs(r) / rms over 4 bars": moves.abs() / rms(4),
+        "abs(r) / rms over 48 bars": moves.abs() / rms(48),
+        "abs(r) / rms over 276 bars": moves.abs() / rms(276),
+        "abs(r / season) / its rms over 276 bars": season.abs()
         / np.sqrt((season**2).rolling(276).mean()),
     }
     kept = slice(args.warmup, None)

@@ -15,7 +15,8 @@ SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "planted_cross_inp
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True)
+    command = [sys.executable, str(SCRIPT), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300)
 
 
 def test_it_prints_each_inputs_correlations(tmp_path: Path) -> None:
@@ -23,10 +24,13 @@ def test_it_prints_each_inputs_correlations(tmp_path: Path) -> None:
     write_planted(generate_planted(builtin_market(12, 0, ("ES", "NQ"))), bars)
     done = run(str(bars))
     assert done.returncode == 0, done.stderr
-    rows = [line for line in done.stdout.splitlines() if line.startswith("| |r| (the cross")]
-    (raw,) = rows
-    at_bar, remembered = (float(cell) for cell in raw.strip(" |").rsplit("|", 2)[1:])
-    assert 0.3 < at_bar < 1 and 0.3 < remembered < 1  # the raw move carries the lead
+    rows = {}
+    for line in done.stdout.splitlines()[3:]:  # the title, the header and its rule first
+        name, at_bar, remembered = (cell.strip() for cell in line.strip("| ").split("|"))
+        rows[name] = (float(at_bar), float(remembered))
+    assert len(rows) == 6 and all(-1 <= c <= 1 for pair in rows.values() for c in pair)
+    at_bar, remembered = rows["abs(r) (the cross group's cross_vol_1)"]
+    assert 0.3 < at_bar and 0.3 < remembered  # the raw move carries the lead
 
 
 def test_bars_without_a_cross_lead_exit_2(tmp_path: Path) -> None:

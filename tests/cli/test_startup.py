@@ -68,13 +68,15 @@ def test_no_help_imports_torch_scipy_or_matplotlib() -> None:
     assert "--parquet-file" in predict and "RUN_DIR" in predict  # DataConfig's, and its own
 
 
-def test_the_runs_and_baselines_import_neither_scipy_stats_nor_scipy_signal() -> None:
-    """What loads a saved run (predict, export, inspect, report) imports the runs and the
-    baselines; scipy.stats and scipy.signal took 1-2 s more each. The baselines import
-    scipy.signal where they filter; the tests of difference still import scipy.stats."""
-    code = "import sys, foxhunt.runs, foxhunt.baselines; print(sorted(sys.modules))"
+def test_loading_and_scoring_import_neither_scipy_stats_nor_scipy_signal() -> None:
+    """What loads a saved run and scores it (predict, evaluate, export, report, the jobs)
+    imports the runs, baselines, scoring and the task; scipy.stats and scipy.signal took 1-2 s
+    more each. The tests of difference use scipy.special's functions behind scipy.stats' (the
+    same numbers), the baselines import scipy.signal where they filter."""
+    modules = "foxhunt.runs, foxhunt.baselines, foxhunt.task, foxhunt.scoring, foxhunt.report"
+    code = f"import sys, {modules}, foxhunt.jobs.base; print(sorted(sys.modules))"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     loaded = set(json.loads(run.stdout.replace("'", '"')))
-    assert "foxhunt.baselines.ewma" in loaded and "torch" in loaded
+    assert {"foxhunt.baselines.ewma", "foxhunt.task.difference", "torch"} <= loaded
     assert not {"scipy.stats", "scipy.signal"} & loaded

@@ -323,14 +323,13 @@ def test_reading_an_entry_holds_a_few_bytes_a_bar(
     peaks: list[tuple[int, int]] = []
     read = store_module.read_entry
 
-    def traced(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def traced(*args, **kwargs):
         tracemalloc.start()  # numpy's and pandas' buffers are traced; a file's map is not
         try:
             data = read(*args, **kwargs)
+            peaks.append((tracemalloc.get_traced_memory()[1], data.summary.rows))
         finally:
-            peaks.append((tracemalloc.get_traced_memory()[1], 0))
             tracemalloc.stop()
-        peaks[-1] = (peaks[-1][0], data.summary.rows)
         return data
 
     for days in (8, 40):

@@ -20,7 +20,7 @@ from typing import TypeVar
 
 import numpy as np
 import pandas as pd
-from scipy.special import ndtri  # norm.ppf, without scipy.stats' 1-2 s import
+from scipy.special import ndtri  # scipy.stats' norm.ppf, without its 1-2 s import
 
 from foxhunt.baselines.bars import BarReturns
 from foxhunt.baselines.ewma import fit_ewma

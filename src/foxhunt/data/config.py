@@ -152,8 +152,9 @@ class DataConfig:
         feature_groups: groups of the feature library fed after those inputs, each "name"
             (its default windows) or "name:w1/w2/..." (windows in bars): returns, realized,
             ranges, activity, location, trend, shape, cross (several symbols), cycles
-            (known in advance), expiry (known; needs a contract column), instrument (static,
-            per symbol); docs/data.md lists their inputs and formulas. Default: activity at 12 bars (`volume_vs_minute`, a bar's
+            (known in advance), expiry (known; needs a contract column), instrument
+            (static, per symbol); docs/data.md lists their
+            inputs and formulas. Default: activity at 12 bars (`volume_vs_minute`, a bar's
             volume against the typical volume of its minute of day, and four more): without
             it the network sees volume with its intraday profile in it, and learned nothing
             of a volume driver on the planted markets (docs/forecasting.md, "Training that

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from scipy.special import ndtri  # norm.ppf, without scipy.stats' 1-2 s import
+from scipy.special import ndtri  # scipy.stats' norm.ppf, without its 1-2 s import
 
 from foxhunt.baselines.base import CANDIDATES, FilteredBase
 from foxhunt.data import PreparedData, Preprocessor, WindowDataset

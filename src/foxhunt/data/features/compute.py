@@ -53,9 +53,12 @@ def check_cross(symbols: np.ndarray, spec: FeatureSpec) -> None:
     crossing = [g.name for g, _ in spec.observed_groups if g.cross]
     if crossing and len(np.unique(symbols)) < 2:
         named = " and ".join(f"'{name}'" for name in crossing)
+        groups, needs, them = (
+            ("group", "needs", "it") if len(crossing) == 1 else ("groups", "need", "them")
+        )
         raise ConfigError(
-            f"DataConfig.feature_groups: group {named} needs several symbols and the bars hold "
-            f"one ({symbols[0]}); leave it out or add symbols"
+            f"DataConfig.feature_groups: {groups} {named} {needs} several symbols and the bars "
+            f"hold one ({symbols[0]}); leave {them} out or add symbols"
         )
 
 
