@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 import numpy as np
@@ -101,6 +102,10 @@ def kept_initial(metrics: dict[str, Any]) -> bool:
     return bool(metrics.get("training", {}).get("kept_initial"))
 
 
+def _share(value: float) -> str:
+    return f"{100 * value:.0f}%" if math.isfinite(value) else "no gap to close"
+
+
 def oracle_line(oracle: dict[str, Any]) -> str:
     """One line: the share of the gap between the best baseline and the reachable oracle."""
     bars = oracle["metrics"]["oracle_bars"]["mean_quantile_loss"]
@@ -109,7 +114,7 @@ def oracle_line(oracle: dict[str, Any]) -> str:
     within = f" (95% day-block interval {100 * ci[0]:.0f}% to {100 * ci[1]:.0f}%)" if ci else ""
     each = oracle.get("gap_closed_by_symbol")
     by_symbol = (
-        "; by symbol " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in each.items()) if each else ""
+        "; by symbol " + ", ".join(f"{k} {_share(v)}" for k, v in each.items()) if each else ""
     )
     return (
         f"planted market: the TFT closed {100 * oracle['gap_closed']:.0f}%{within} of the gap between "
