@@ -84,13 +84,36 @@ def test_streamed_moments_are_numpys_mean_and_std_bit_for_bit() -> None:
     assert np.isnan(empty_mean).all()
 
 
-def test_cross_is_prepared_in_memory_and_says_so(
-    bars: Path, tmp_path: Path, data_log: pytest.LogCaptureFixture
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_cross_group_streams_bit_for_bit(
+    bars: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
 ) -> None:
-    prepare_data(config(bars, tmp_path, feature_groups=("returns:3", "cross:1/3")))
-    assert "feature store: group 'cross' reads every symbol at each time" in data_log.text
-    (entry,) = entries(tmp_path)
-    assert json.loads((entry / "manifest.json").read_text())["metadata"]["streamed"] is False
+    """Each symbol computed alone, here or in a spawned worker, reads the other symbols'
+    measures from their files: the entry is the in-memory one. Four symbols: a row sums three
+    others', where the order of the sum shows in the last bits."""
+    four = tmp_path / "four.parquet"
+    symbols = (*SYMBOLS, "GC")
+    generate_instruments(days=3, seed=4, symbols=symbols, bar_minutes=5).to_parquet(four)
+    seen: list[int] = []
+    compute = inputs_module.compute_features
+
+    def one_symbol(frame, spec, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(frame["symbol"].nunique())
+        return compute(frame, spec, **kwargs)
+
+    monkeypatch.setattr(inputs_module, "compute_features", one_symbol)
+    groups = ("returns:3", "cross:1/3")
+    memory = prepare_in_memory(config(four, None, feature_groups=groups))
+    store = tmp_path / "store"
+    stored = prepare_data(config(four, store, feature_groups=groups, prepare_workers=workers))
+    assert seen == ([1] * len(symbols) if workers == 1 else [])  # a worker's are its own
+    assert_same_windows(memory, stored)
+    assert any(n.startswith("cross_vol") for n in stored.preprocessor.spec.observed_names)
+    (entry,) = entries(store)
+    manifest = json.loads((entry / "manifest.json").read_text())
+    assert manifest["metadata"]["streamed"] is True
+    assert not [f for f in manifest["files"] if f.startswith("cross-")]
+    assert not list(entry.glob("cross-*"))
 
 
 def test_a_streamed_store_too_large_stops_before_computing(

@@ -28,8 +28,11 @@ series (`bars.Rolling`), pandas' rolling std and EWMs carry their running state 
 series' first row, so a block started later with only a window of warm-up rows would round
 differently; a series is the unit that is exact.
 
-Not streamed (prepared in memory, with a line saying why): group "cross" (it reads every
-symbol at each time), today's inputs without the library (a float64 matrix) and a resumed
+Group "cross" reads the other symbols at each time: before step 2 each symbol's own
+measures (its w-bar return and realized volatility, [n, 2 W] float64) are written to a
+scratch file, and a symbol's job reads the others' files one at a time, summing them in the
+order the whole frame does (symbol_inputs.cross_files). Not streamed (prepared in memory,
+with a line saying why): today's inputs without the library (a float64 matrix) and a resumed
 run's preprocessor.
 """
 
@@ -46,7 +49,6 @@ import numpy as np
 from foxhunt.data.config import DataConfig
 from foxhunt.data.features import FeatureSpec, parse_groups
 from foxhunt.data.features.fitting import constant_names
-from foxhunt.data.features.registry import GROUPS
 from foxhunt.data.fit import resolve_max_gap
 from foxhunt.data.footprint import check_symbol_fits
 from foxhunt.data.planned import summarize
@@ -54,7 +56,7 @@ from foxhunt.data.preprocess import Preprocessor
 from foxhunt.data.scaling import StandardScaler, streamed_moments
 from foxhunt.data.store_entry import entry_metadata, stored_block, write_files
 from foxhunt.data.streamed_bars import SymbolBars, read_new_run
-from foxhunt.data.symbol_inputs import SymbolInputs, SymbolJob, symbol_inputs
+from foxhunt.data.symbol_inputs import SymbolInputs, SymbolJob, cross_files, symbol_inputs
 from foxhunt.data.symbol_plan import (
     Load,
     SymbolEncoded,
@@ -109,8 +111,6 @@ def why_not_streamed(config: DataConfig, preprocessor: Preprocessor | None) -> s
         return "a resumed run's inputs are prepared in memory"
     if not groups:
         return "today's inputs without feature groups are prepared in memory"
-    if any(GROUPS[name].cross for name, _ in groups):
-        return "group 'cross' reads every symbol at each time: prepared in memory"
     return None
 
 
@@ -192,6 +192,7 @@ def _encode(
     width = raw.width
     low, high = np.full(width, np.inf), np.full(width, -np.inf)
     files = [raw.stage.path / f"encoded-{code}.npz" for code in range(len(ranges))]
+    others = cross_files(bars, raw.stage.path)
 
     jobs = [
         SymbolJob(
@@ -204,6 +205,7 @@ def _encode(
             timezone=bars.timezone,
             scratch=raw.stage.path / SCRATCH,
             width=width,
+            others=others,
         )
         for code, (first, _) in enumerate(ranges)
     ]
@@ -213,6 +215,8 @@ def _encode(
             np.save(files[code].with_suffix(".npy"), done.returns)
             low, high = np.fmin(low, done.low), np.fmax(high, done.high)
             processes.add(done.pid)
+    for file in others.files if others is not None else ():
+        file.unlink()  # the manifest never names them
     if config.prepare_workers > 1 and compute is symbol_inputs:  # DDP ranks log their own
         log.info("feature store: %d symbols computed in %d processes", len(ranges), len(processes))
     spec = replace(spec, dropped=constant_names(spec, low, high))

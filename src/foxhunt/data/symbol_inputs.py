@@ -18,14 +18,22 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from foxhunt.data.config import DataConfig
 from foxhunt.data.features import FeatureSpec, compute_features
+from foxhunt.data.features.bars import OtherSymbols
+from foxhunt.data.features.base import log_returns
+from foxhunt.data.features.compute import make_bars
+from foxhunt.data.features.cross import own_measures
 from foxhunt.data.features.fitting import train_ranges
 from foxhunt.data.new_run import row_splits
+
+if TYPE_CHECKING:
+    from foxhunt.data.streamed_bars import SymbolBars
 
 BLOCK_ROWS = 1 << 16  # rows written to the scratch file at a time
 
@@ -41,6 +49,7 @@ class SymbolJob:
     timezone: str
     scratch: Path  # the [N, width] float32 scratch matrix
     width: int
+    others: OtherSymbols | None = None  # the other symbols' files, for the cross group
 
 
 @dataclass(frozen=True)
@@ -58,7 +67,9 @@ def compute_symbol(job: SymbolJob) -> SymbolInputs:
     frame.index = pd.RangeIndex(job.first, job.first + len(frame))
     with np.load(job.vectors) as saved:
         series, times_ns = saved["series"], saved["times_ns"]
-    part = compute_features(frame, job.spec, timezone=job.timezone, symbol_codes=series)
+    part = compute_features(
+        frame, job.spec, timezone=job.timezone, symbol_codes=series, others=job.others
+    )
     del frame
     row_bytes = job.width * np.dtype(np.float32).itemsize
     with open(job.scratch, "r+b") as file:
@@ -68,6 +79,26 @@ def compute_symbol(job: SymbolJob) -> SymbolInputs:
     train = row_splits(times_ns, job.config, job.cuts)[1] == 0
     low, high = train_ranges(part.inputs, train)
     return SymbolInputs(job.first, part.returns, low, high, os.getpid())
+
+
+def cross_files(bars: SymbolBars, folder: Path) -> OtherSymbols | None:
+    """With the cross group: each symbol's own measures at its windows (its w-bar return and
+    realized volatility, cross.own_measures) in a file of `folder`, which the jobs of the
+    other symbols read one at a time (None without the group). A symbol's measures are
+    computed from its rows alone, within each series, as in the whole frame."""
+    windows = next((w for group, w in bars.spec.observed_groups if group.cross), None)
+    if windows is None:
+        return None
+    files = []
+    for code in range(len(bars.ranges)):
+        frame, rows = bars.frame(code), bars.rows(code)
+        returns = log_returns(frame["close"].to_numpy(np.float64), rows.series)
+        measured = make_bars(frame, bars.spec, bars.timezone, rows.series, returns)
+        files.append(folder / f"cross-{code}.npz")
+        np.savez(files[-1], times_ns=rows.times_ns, own=own_measures(measured, windows))
+    names = [str(name) for name in bars.symbols.categories]
+    order = sorted(range(len(names)), key=names.__getitem__)  # the in-memory sum's order
+    return OtherSymbols(tuple(names[i] for i in order), tuple(files[i] for i in order))
 
 
 def symbol_inputs(jobs: list[SymbolJob], workers: int) -> Iterator[SymbolInputs]:

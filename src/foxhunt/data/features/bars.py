@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -15,6 +16,16 @@ from foxhunt.data.features.matrix import write_columns
 #: Without a fitted session gap, a step longer than this many median bar spacings (within a
 #: series) starts a new session: the daily break, a weekend, a holiday.
 SESSION_GAP_FACTOR = 3.0
+
+
+@dataclass(frozen=True)
+class OtherSymbols:
+    """What the cross group reads of the other symbols when one symbol's rows are computed
+    alone (data/streamed.py): every symbol's name, sorted, and a file of each holding its
+    `times_ns` and its `own` measures at the group's windows (cross.own_measures)."""
+
+    names: tuple[str, ...]
+    files: tuple[Path, ...]  # .npz, in the order of `names`
 
 
 @dataclass(frozen=True)
@@ -34,6 +45,7 @@ class Bars:
     symbols: np.ndarray  # object: each row's symbol name
     volume_profile: dict[str, np.ndarray]  # symbol -> [1440] typical log volume by minute
     gap_ns: int = 0  # a step longer than this starts a session (`session_gap`)
+    others: OtherSymbols | None = None  # one symbol's rows computed alone (data/streamed.py)
 
     @property
     def log_close(self) -> np.ndarray:

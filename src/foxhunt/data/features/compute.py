@@ -9,7 +9,7 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
-from foxhunt.data.features.bars import Bars, session_gap, session_numbers
+from foxhunt.data.features.bars import Bars, OtherSymbols, session_gap, session_numbers
 from foxhunt.data.features.base import Features, base_columns, log_returns
 from foxhunt.data.features.expiry import check_contracts
 from foxhunt.data.features.group import Fill
@@ -80,13 +80,19 @@ def row_contracts(frame: pd.DataFrame, spec: FeatureSpec) -> np.ndarray | None:
 
 
 def library_inputs(
-    frame: pd.DataFrame, spec: FeatureSpec, timezone: str, series: np.ndarray, returns: np.ndarray
+    frame: pd.DataFrame,
+    spec: FeatureSpec,
+    timezone: str,
+    series: np.ndarray,
+    returns: np.ndarray,
+    others: OtherSymbols | None = None,
 ) -> tuple[np.ndarray, int]:
     """[N, P] float32 inputs with the library's groups, each group writing straight into its
     columns of one matrix (matrix.py), and the number of observed columns. Every group's
-    columns are computed; those the spec dropped are then squeezed out in place."""
-    bars = make_bars(frame, spec, timezone, series, returns)
-    check_cross(bars.symbols, spec)
+    columns are computed; those the spec dropped are then squeezed out in place. `others`:
+    what the cross group reads of the other symbols when `frame` holds one (streamed.py)."""
+    bars = replace(make_bars(frame, spec, timezone, series, returns), others=others)
+    check_cross(bars.symbols if others is None else np.asarray(others.names), spec)
     full = replace(spec, dropped=())
     names = (*full.observed_names, *full.known_names)
     inputs = np.empty((len(returns), len(names)), dtype=np.float32)
@@ -115,14 +121,20 @@ def library_inputs(
 
 
 def compute_features(
-    frame: pd.DataFrame, spec: FeatureSpec, *, timezone: str, symbol_codes: np.ndarray
+    frame: pd.DataFrame,
+    spec: FeatureSpec,
+    *,
+    timezone: str,
+    symbol_codes: np.ndarray,
+    others: OtherSymbols | None = None,
 ) -> Features:
     """Inputs and returns of a validated frame (sorted by symbol [, contract] then time);
     `symbol_codes` are the series codes that bound every rolling statistic. Today's inputs
-    alone are float64, as before the library; with its groups, float32."""
+    alone are float64, as before the library; with its groups, float32. `others`: the other
+    symbols' files, for a frame of one symbol computed alone (streamed.py)."""
     returns = log_returns(frame["close"].to_numpy(dtype=np.float64), symbol_codes)
     if spec.groups:
-        inputs, num_observed = library_inputs(frame, spec, timezone, symbol_codes, returns)
+        inputs, num_observed = library_inputs(frame, spec, timezone, symbol_codes, returns, others)
         return Features(inputs=inputs, num_observed=num_observed, returns=returns)
     columns = base_columns(frame, returns, spec.volatility_windows, symbol_codes)
     columns += [frame[c].to_numpy(np.float64) for c in spec.observed_columns]

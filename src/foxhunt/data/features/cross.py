@@ -18,7 +18,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from foxhunt.data.features.bars import Bars, Rolling, per_series, root, write_columns
+from foxhunt.data.features.bars import (
+    Bars,
+    OtherSymbols,
+    Rolling,
+    per_series,
+    root,
+    write_columns,
+)
 from foxhunt.data.features.group import Column, Group, windowed
 
 _STEMS = ("cross_ret", "cross_vol", "rel_strength")
@@ -74,15 +81,39 @@ def others_mean(bars: Bars, own: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         fresh = ~mine & (when >= bars.times_ns - bars.gap_ns)
         total[fresh] += joined[fresh]
         fresh_count += fresh
-    others = np.zeros_like(own)  # 0 where no other symbol is fresh
+    return _mean(total, fresh_count), fresh_count / (len(names) - 1)
+
+
+def others_alone(bars: Bars, others: OtherSymbols, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """`others_mean` for the rows of one symbol computed alone, from the other symbols'
+    files: the same sums in the same order (the symbols sorted), so the same numbers."""
+    mine = str(bars.symbols[0])
+    total = np.zeros((len(bars.times_ns), k))
+    fresh_count = np.zeros(len(bars.times_ns))
+    for name, file in zip(others.names, others.files, strict=True):
+        if name == mine:
+            continue
+        with np.load(file) as saved:  # one other symbol's at a time
+            joined, when = as_of(saved["times_ns"], saved["own"], bars.times_ns)
+        fresh = when >= bars.times_ns - bars.gap_ns
+        total[fresh] += joined[fresh]
+        fresh_count += fresh
+    return _mean(total, fresh_count), fresh_count / (len(others.names) - 1)
+
+
+def _mean(total: np.ndarray, fresh_count: np.ndarray) -> np.ndarray:
+    others = np.zeros_like(total)  # 0 where no other symbol is fresh
     seen = fresh_count > 0
     others[seen] = total[seen] / fresh_count[seen, None]  # NaN while one is in its warm-up
-    return others, fresh_count / (len(names) - 1)
+    return others
 
 
 def compute(bars: Bars, windows: tuple[int, ...], out: np.ndarray) -> None:
     own = own_measures(bars, windows)
-    others, fresh = others_mean(bars, own)
+    if bars.others is None:
+        others, fresh = others_mean(bars, own)
+    else:
+        others, fresh = others_alone(bars, bars.others, own.shape[1])
     columns = []
     for j in range(len(windows)):
         ret, vol = others[:, 2 * j], others[:, 2 * j + 1]
