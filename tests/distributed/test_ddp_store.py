@@ -11,7 +11,7 @@ from ddp_workers import store_worker
 from foxhunt.data import DataConfig, prepare_data
 from foxhunt.data.instruments import generate_instruments
 
-GROUPS = ("returns:3/12", "realized:3/12", "trend:6/12", "instrument")  # streamed (no "cross")
+GROUPS = ("returns:3/12", "realized:3/12", "trend:6/12", "cross:3", "instrument")  # streamed
 SYMBOLS = ("CL", "ES", "ZN")
 
 
