@@ -74,12 +74,24 @@ def run_seed(root: Path, market: str, seed: int, days: int, extra: list[str]) ->
 
 
 def ranks(metrics: dict[str, Any], market: str) -> dict[str, int | None]:
-    """Each planted driver's best rank (1 = top) among its network's inputs."""
+    """Each planted driver's best rank (1 = top) among its network's inputs: over every
+    window, but the cross lead over the followers' (the symbols after the first, which leads;
+    the leader's windows have nothing to find in the cross inputs)."""
     out: dict[str, int | None] = {}
+    each = metrics.get("importance_by_symbol", {})
+    flags = MARKETS[market]
+    symbols = flags[flags.index("--symbols") + 1].split(",") if "--symbols" in flags else []
     for driver in PLANTED[market]:
         network, prefixes = DRIVER_INPUTS[driver]
-        listed = metrics["importance"][network]["inputs"]
-        hits = [i + 1 for i, row in enumerate(listed) if row["name"].startswith(prefixes)]
+        tables = [metrics["importance"]]
+        if driver == "cross_lead" and each:
+            tables = [each[s] for s in symbols[1:] if s in each]
+        hits = [
+            i + 1
+            for table in tables
+            for i, row in enumerate(table[network]["inputs"])
+            if row["name"].startswith(prefixes)
+        ]
         out[driver] = min(hits) if hits else None
     return out
 

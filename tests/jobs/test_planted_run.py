@@ -43,6 +43,11 @@ def test_on_several_symbols_the_gap_is_also_closed_symbol_by_symbol(tmp_path):
     each = oracle["gap_closed_by_symbol"]
     assert set(each) == {"ES", "NQ"}
     assert f"by symbol ES {100 * each['ES']:.0f}%, NQ {100 * each['NQ']:.0f}%" in result.table
+    importance = result.metrics["importance_by_symbol"]  # each symbol's windows' weights
+    assert set(importance) == {"ES", "NQ"} and importance["ES"] != importance["NQ"]
+    assert {r["name"] for r in importance["NQ"]["past"]["inputs"]} == {
+        r["name"] for r in result.metrics["importance"]["past"]["inputs"]
+    }
     tft = np.array([1.0, 2.0, 3.0, 4.0])
     best, bound = tft + np.array([0.5, 0.5, 1.0, -1.0]), tft - np.array([0.5, 0.5, 1.0, 2.0])
     names = np.array(["ES", "ES", "NQ", "NQ"], dtype=object)

@@ -76,3 +76,37 @@ def test_the_ranking_is_the_models_mean_selection_weights(library_run: Path) -> 
     by_name = {row["name"]: row["weight"] for row in written["inputs"]}
     names = kind_names(loaded.preprocessor.schema)["past"]
     np.testing.assert_allclose([by_name[n] for n in names], weights["past"], rtol=1e-6)
+
+
+def test_the_selection_average_by_symbol_is_each_symbols_windows_mean() -> None:
+    """Per-symbol means over batches that cut across symbols: each the mean of its windows,
+    and their window-weighted mean the pooled one (a driver of one symbol shows there)."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from foxhunt.training.inference import SelectionAverage
+
+    rng = np.random.default_rng(0)
+    past = rng.random((10, 4, 3))  # [N, L, P]
+    static, future = rng.random((10, 2)), rng.random((10, 5, 2))
+    labels = np.array(["ES"] * 3 + ["NQ"] * 5 + ["ES"] * 2, dtype=object)
+    average = SelectionAverage(labels)
+    for lo, hi in ((0, 4), (4, 9), (9, 10)):  # batches across the symbols' boundaries
+        out = SimpleNamespace(
+            quantiles=torch.zeros(hi - lo, 1, 1),
+            static_weights=torch.from_numpy(static[lo:hi]),
+            past_weights=torch.from_numpy(past[lo:hi]),
+            future_weights=torch.from_numpy(future[lo:hi]),
+        )
+        average(out)
+    each = average.means_by_label()
+    assert list(each) == ["ES", "NQ"]
+    for name in ("ES", "NQ"):
+        mine = labels == name
+        np.testing.assert_allclose(each[name]["past"], past[mine].mean(1).mean(0))
+        np.testing.assert_allclose(each[name]["static"], static[mine].mean(0))
+    pooled = (5 * each["ES"]["future"] + 5 * each["NQ"]["future"]) / 10
+    np.testing.assert_allclose(average.means()["future"], pooled)
+    np.testing.assert_allclose(average.means()["future"], future.mean(1).mean(0))
+    assert SelectionAverage().means_by_label() == {}

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from foxhunt.jobs.build import BuiltRun
 from foxhunt.jobs.fit import Fitted
 from foxhunt.jobs.options import JobSetting
@@ -36,7 +38,11 @@ def score_test(built: BuiltRun, fitted: Fitted, job: JobSetting) -> Scored:
     if baselines is None:
         baselines = fit_run_baselines(data, quantiles, window=built.config.data.baseline_window)
     save_run_baselines(job.output_dir, baselines)
-    selection = SelectionAverage()  # which inputs the VSNs chose, from the same forward
+    test = data.test
+    codes = test.symbol_codes.numpy()[test.anchors.numpy()]
+    symbols = np.asarray(test.symbols, dtype=object)[codes]
+    # which inputs the VSNs chose, from the same forward; per symbol when there are several
+    selection = SelectionAverage(symbols if len(set(symbols.tolist())) > 1 else None)
     pred, target = fitted.trainer.predict(data.test, observe=selection)
     check_finite_forecasts(pred, "test")  # a NaN model is never saved
     forecasts = WindowForecasts(dataset=data.test, pred=pred, target=target)
@@ -44,6 +50,9 @@ def score_test(built: BuiltRun, fitted: Fitted, job: JobSetting) -> Scored:
     scored = with_planted_oracle(scored, built.config.data, quantiles)
     importance = run_importance(data.preprocessor, selection.means())  # per input and group
     scored = replace(scored, metrics={**scored.metrics, "importance": importance})
+    if each := selection.means_by_label():
+        by_symbol = {name: run_importance(data.preprocessor, m) for name, m in each.items()}
+        scored = replace(scored, metrics={**scored.metrics, "importance_by_symbol": by_symbol})
     reference = validation_reference(baselines, data, quantiles)
     if reference:
         scored = replace(scored, metrics={**scored.metrics, "validation_baselines": reference})

@@ -75,30 +75,60 @@ def mean_selection_weights(
 
 class SelectionAverage:
     """The selection weights averaged over the outputs it is called with: one forward gives
-    forecasts and importances (``predict_windows(observe=...)``)."""
+    forecasts and importances (``predict_windows(observe=...)``). With `labels` [N] (each
+    window's symbol, in the dataset's order, which ``predict_windows`` keeps) also the mean
+    of each label's windows: a driver planted on one symbol shows in that symbol's."""
 
-    def __init__(self) -> None:
+    def __init__(self, labels: np.ndarray | None = None) -> None:
         self.sums: dict[str, np.ndarray] = {}
         self.count = 0
+        self.labels = labels
+        self.by_label: dict[str, dict[str, np.ndarray]] = {}
+        self.label_counts: dict[str, int] = {}
 
     def __call__(self, out: Any) -> None:
-        for key, total in selection_weight_sums(out).items():
+        windows = out.quantiles.shape[0]
+        weights = selection_weights(out)
+        for key, each in weights.items():
+            total = each.sum(0).cpu().numpy()
             self.sums[key] = self.sums[key] + total if key in self.sums else total
-        self.count += out.quantiles.shape[0]
+        if self.labels is not None:
+            mine = self.labels[self.count : self.count + windows]
+            for label in np.unique(mine):
+                chosen = torch.from_numpy(mine == label)
+                sums = self.by_label.setdefault(str(label), {})
+                for key, each in weights.items():
+                    total = each[chosen.to(each.device)].sum(0).cpu().numpy()
+                    sums[key] = sums[key] + total if key in sums else total
+                counted = self.label_counts.get(str(label), 0)
+                self.label_counts[str(label)] = counted + int(chosen.sum())
+        self.count += windows
 
     def means(self) -> dict[str, np.ndarray]:
         """{"static": [S + C], "past": [P], "future": [F]}, each summing to 1 (or empty when
         the model has no such inputs)."""
         return {key: value / max(self.count, 1) for key, value in self.sums.items()}
 
+    def means_by_label(self) -> dict[str, dict[str, np.ndarray]]:
+        """`means` of each label's windows (empty without labels)."""
+        return {
+            label: {key: value / self.label_counts[label] for key, value in sums.items()}
+            for label, sums in sorted(self.by_label.items())
+        }
 
-def selection_weight_sums(out: Any) -> dict[str, np.ndarray]:
+
+def selection_weights(out: Any) -> dict[str, torch.Tensor]:
     """One batch's selection weights (a ``TFTOutput``), each window's averaged over its time
-    steps, summed over the windows: {"static": [S + C], "past": [P], "future": [F]}, float64.
-    The mean of these over a dataset is what metrics.json's importance and the report show."""
+    steps: {"static": [B, S + C], "past": [B, P], "future": [B, F]}, float64."""
     parts = {
         "static": out.static_weights,  # [B, S + C]
         "past": out.past_weights.mean(1),  # [B, L, P] -> [B, P]
         "future": out.future_weights.mean(1),  # [B, H, F] -> [B, F]
     }
-    return {key: value.double().sum(0).cpu().numpy() for key, value in parts.items()}
+    return {key: value.double() for key, value in parts.items()}
+
+
+def selection_weight_sums(out: Any) -> dict[str, np.ndarray]:
+    """`selection_weights` summed over the batch's windows. The mean of these over a dataset
+    is what metrics.json's importance and the report show."""
+    return {key: each.sum(0).cpu().numpy() for key, each in selection_weights(out).items()}

@@ -36,7 +36,11 @@ def make_bars(
     price = {c: frame[c].to_numpy(np.float64) for c in ("open", "high", "low", "close", "volume")}
     gap = session_gap(series, times_ns, spec.session_gap_ns)
     return Bars(
-        **price,
+        open=price["open"],
+        high=price["high"],
+        low=price["low"],
+        close=price["close"],
+        volume=price["volume"],
         times_ns=times_ns,
         returns=returns,
         series=series,
