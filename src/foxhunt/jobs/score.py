@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
-
 from foxhunt.jobs.build import BuiltRun
 from foxhunt.jobs.fit import Fitted
 from foxhunt.jobs.options import JobSetting
@@ -21,6 +19,7 @@ from foxhunt.scoring import (
     save_run_baselines,
     score_windows,
     validation_reference,
+    window_symbols,
     with_planted_oracle,
 )
 from foxhunt.training.finite import check_finite_forecasts
@@ -38,9 +37,7 @@ def score_test(built: BuiltRun, fitted: Fitted, job: JobSetting) -> Scored:
     if baselines is None:
         baselines = fit_run_baselines(data, quantiles, window=built.config.data.baseline_window)
     save_run_baselines(job.output_dir, baselines)
-    test = data.test
-    codes = test.symbol_codes.numpy()[test.anchors.numpy()]
-    symbols = np.asarray(test.symbols, dtype=object)[codes]
+    symbols = window_symbols(data.test)
     # which inputs the VSNs chose, from the same forward; per symbol when there are several
     selection = SelectionAverage(symbols if len(set(symbols.tolist())) > 1 else None)
     pred, target = fitted.trainer.predict(data.test, observe=selection)

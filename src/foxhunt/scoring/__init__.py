@@ -21,6 +21,7 @@ from foxhunt.scoring.windows import (
     bar_returns,
     forecast_frame,
     historical_baseline,
+    window_symbols,
     window_targets,
     write_forecasts,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "save_run_baselines",
     "score_windows",
     "validation_reference",
+    "window_symbols",
     "window_targets",
     "with_planted_oracle",
     "write_forecasts",

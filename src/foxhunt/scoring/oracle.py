@@ -30,6 +30,7 @@ from foxhunt.data.planted import (
 from foxhunt.data.planted.files import SIDECAR_SUFFIX, same_bars
 from foxhunt.data.planted.oracle import read_bars
 from foxhunt.scoring.score import Scored
+from foxhunt.scoring.windows import window_symbols
 from foxhunt.task import results_table
 from foxhunt.task.bootstrap import day_blocks
 from foxhunt.task.metrics import forecast_metrics, window_losses
@@ -52,7 +53,7 @@ def planted_oracles(
     bars = made.frame if frame is None else frame
     anchors = dataset.anchors.numpy()
     anchors_ns = dataset.timestamps[anchors].as_unit("ns").asi8
-    names = np.asarray(dataset.symbols, dtype=object)[dataset.symbol_codes.numpy()[anchors]]
+    names = window_symbols(dataset)
     high = made.latent["high"].to_numpy().reshape(len(config.symbols), -1).T  # [T, S]
     read = read_bars(bars, config)  # once, for both oracles
     out = {}
@@ -178,8 +179,7 @@ def with_planted_oracle(scored: Scored, data: DataConfig, quantiles: Sequence[fl
     data_set = scored.dataset
     days = day_blocks(data_set.timestamps[data_set.anchors.numpy()])
     forecasts = (scored.pred, scored.baselines, days)
-    codes = data_set.symbol_codes.numpy()[data_set.anchors.numpy()]
-    symbols = np.asarray(data_set.symbols, dtype=object)[codes]
+    symbols = window_symbols(data_set)
     summary = oracle_summary(
         scored.metrics, oracles, scored.target, quantiles, forecasts, symbols=symbols
     )

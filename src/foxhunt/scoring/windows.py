@@ -55,6 +55,12 @@ def historical_baseline(train_set: WindowDataset, quantiles: Sequence[float]) ->
     return historical_quantile_forecast(window_targets(train_set), tuple(quantiles), 1)[0]
 
 
+def window_symbols(dataset: WindowDataset) -> np.ndarray:
+    """[W] each window's symbol name (its anchor bar's), in the dataset's order."""
+    codes = dataset.symbol_codes.numpy()[dataset.anchors.numpy()]
+    return np.asarray(dataset.symbols, dtype=object)[codes]
+
+
 def forecast_frame(
     dataset: WindowDataset,
     pred: np.ndarray,
@@ -68,7 +74,7 @@ def forecast_frame(
     windows, horizon = target.shape
     steps = np.arange(1, horizon + 1)
     rows = (anchors[:, None] + steps).ravel()  # [W*H] target rows
-    names = np.asarray(dataset.symbols, dtype=object)[dataset.symbol_codes.numpy()[anchors]]
+    names = window_symbols(dataset)
     columns: dict[str, object] = {
         "symbol": np.repeat(names, horizon),
         "origin": dataset.timestamps[np.repeat(anchors, horizon)],
