@@ -53,16 +53,12 @@ def make_bars(
 
 
 def check_cross(symbols: np.ndarray, spec: FeatureSpec) -> None:
-    """A ConfigError naming the groups that read other symbols when `symbols` [N] are one."""
-    crossing = [g.name for g, _ in spec.observed_groups if g.cross]
-    if crossing and len(np.unique(symbols)) < 2:
-        named = " and ".join(f"'{name}'" for name in crossing)
-        groups, needs, them = (
-            ("group", "needs", "it") if len(crossing) == 1 else ("groups", "need", "them")
-        )
+    """A ConfigError naming the group that reads other symbols when `symbols` [N] are one."""
+    crossing = next((g.name for g, _ in spec.observed_groups if g.cross), None)  # "cross"
+    if crossing is not None and len(np.unique(symbols)) < 2:
         raise ConfigError(
-            f"DataConfig.feature_groups: {groups} {named} {needs} several symbols and the bars "
-            f"hold one ({symbols[0]}); leave {them} out or add symbols"
+            f"DataConfig.feature_groups: group '{crossing}' needs several symbols and the bars "
+            f"hold one ({symbols[0]}); leave it out or add symbols"
         )
 
 

@@ -16,6 +16,8 @@ left out rather than held at its last values for hours:
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+
 import numpy as np
 
 from foxhunt.data.features.bars import (
@@ -67,45 +69,51 @@ def as_of(
     return out, when
 
 
+#: one symbol's times [n], its measures [n, k], and the rows [N] that are its own (to which
+#: it is not one of the others)
+Source = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
 def others_mean(bars: Bars, own: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """[N, k] the mean over the fresh other symbols of their `own` [N, k] measures as of each
     row (0 where none is fresh, NaN while one is in its warm-up), and [N] the share of the
     other symbols that are fresh."""
     names, codes = np.unique(bars.symbols, return_inverse=True)
-    total = np.zeros_like(own)
-    fresh_count = np.zeros(len(own))
-    for code in range(len(names)):
-        mine = codes == code
-        joined, when = as_of(bars.times_ns[mine], own[mine], bars.times_ns)  # [N, k]
-        # a row's own symbol is not one of the others; an old bar is not news
-        fresh = ~mine & (when >= bars.times_ns - bars.gap_ns)
-        total[fresh] += joined[fresh]
-        fresh_count += fresh
-    return _mean(total, fresh_count), fresh_count / (len(names) - 1)
+    mines = (codes == code for code in range(len(names)))
+    sources = ((bars.times_ns[mine], own[mine], mine) for mine in mines)
+    return _fresh_mean(bars, sources, len(names), own.shape[1])
 
 
 def others_alone(bars: Bars, others: OtherSymbols, k: int) -> tuple[np.ndarray, np.ndarray]:
     """`others_mean` for the rows of one symbol computed alone, from the other symbols'
     files: the same sums in the same order (the symbols sorted), so the same numbers."""
-    mine = str(bars.symbols[0])
+    mine, none = str(bars.symbols[0]), np.zeros(len(bars.times_ns), dtype=bool)
+
+    def sources() -> Iterator[Source]:
+        for name, file in zip(others.names, others.files, strict=True):
+            if name != mine:
+                with np.load(file) as saved:  # one other symbol's at a time
+                    yield saved["times_ns"], saved["own"], none
+
+    return _fresh_mean(bars, sources(), len(others.names), k)
+
+
+def _fresh_mean(
+    bars: Bars, sources: Iterable[Source], symbols: int, k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """`others_mean` of the measures `sources` give, symbol by symbol, of `symbols` in all."""
     total = np.zeros((len(bars.times_ns), k))
     fresh_count = np.zeros(len(bars.times_ns))
-    for name, file in zip(others.names, others.files, strict=True):
-        if name == mine:
-            continue
-        with np.load(file) as saved:  # one other symbol's at a time
-            joined, when = as_of(saved["times_ns"], saved["own"], bars.times_ns)
-        fresh = when >= bars.times_ns - bars.gap_ns
+    for times_ns, values, own_rows in sources:
+        joined, when = as_of(times_ns, values, bars.times_ns)  # [N, k]
+        # a row's own symbol is not one of the others; an old bar is not news
+        fresh = ~own_rows & (when >= bars.times_ns - bars.gap_ns)
         total[fresh] += joined[fresh]
         fresh_count += fresh
-    return _mean(total, fresh_count), fresh_count / (len(others.names) - 1)
-
-
-def _mean(total: np.ndarray, fresh_count: np.ndarray) -> np.ndarray:
     others = np.zeros_like(total)  # 0 where no other symbol is fresh
     seen = fresh_count > 0
     others[seen] = total[seen] / fresh_count[seen, None]  # NaN while one is in its warm-up
-    return others
+    return others, fresh_count / (symbols - 1)
 
 
 def compute(bars: Bars, windows: tuple[int, ...], out: np.ndarray) -> None:
