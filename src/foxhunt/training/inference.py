@@ -89,17 +89,12 @@ class SelectionAverage:
     def __call__(self, out: Any) -> None:
         windows = out.quantiles.shape[0]
         weights = selection_weights(out)
-        for key, each in weights.items():
-            total = each.sum(0).cpu().numpy()
-            self.sums[key] = self.sums[key] + total if key in self.sums else total
+        _add_sums(self.sums, weights)
         if self.labels is not None:
             mine = self.labels[self.count : self.count + windows]
             for label in np.unique(mine):
                 chosen = torch.from_numpy(mine == label)
-                sums = self.by_label.setdefault(str(label), {})
-                for key, each in weights.items():
-                    total = each[chosen.to(each.device)].sum(0).cpu().numpy()
-                    sums[key] = sums[key] + total if key in sums else total
+                _add_sums(self.by_label.setdefault(str(label), {}), weights, chosen)
                 counted = self.label_counts.get(str(label), 0)
                 self.label_counts[str(label)] = counted + int(chosen.sum())
         self.count += windows
@@ -131,4 +126,15 @@ def selection_weights(out: Any) -> dict[str, torch.Tensor]:
 def selection_weight_sums(out: Any) -> dict[str, np.ndarray]:
     """`selection_weights` summed over the batch's windows. The mean of these over a dataset
     is what metrics.json's importance and the report show."""
-    return {key: each.sum(0).cpu().numpy() for key, each in selection_weights(out).items()}
+    sums: dict[str, np.ndarray] = {}
+    _add_sums(sums, selection_weights(out))
+    return sums
+
+
+def _add_sums(
+    into: dict[str, np.ndarray], weights: dict[str, torch.Tensor], rows: torch.Tensor | None = None
+) -> None:
+    """Each of `weights` [B, k] summed over its windows (those `rows` picks), added to `into`."""
+    for key, each in weights.items():
+        total = (each if rows is None else each[rows.to(each.device)]).sum(0).cpu().numpy()
+        into[key] = into[key] + total if key in into else total
