@@ -85,6 +85,9 @@ def test_stored_windows_equal_the_in_memory_ones_bit_for_bit(
     for stored in (written, reused):
         assert isinstance(stored.train.past_values, np.memmap)  # read from disk, not held
         assert not stored.train.past_values.flags.writeable
+        # the times too are the mapped file, not a copy of it (8 bytes a bar each)
+        assert isinstance(stored.train.timestamps.asi8, np.memmap)
+        assert isinstance(stored.encoded.times_ns, np.memmap)
         assert_same_windows(memory, stored)
 
 

@@ -1,4 +1,5 @@
 import pytest
+import torch
 
 from foxhunt.training.sampler import EpochBatchSampler
 
@@ -52,3 +53,15 @@ def test_a_new_position_leaves_the_iteration_under_way_alone() -> None:
     seen = [next(under_way)]
     sampler.set_position(0, 1)  # what the trainer does after each batch
     assert seen + list(under_way) == expected
+
+
+def test_the_order_is_int32_and_the_int64_permutation() -> None:
+    """4 bytes a window (issue 41's flat training peak), and the order every earlier run
+    trained in: torch's int64 randperm of the same generator."""
+    sampler = EpochBatchSampler(100_003, batch_size=7, seed=3)
+    sampler.set_position(2)
+    order = sampler.order()
+    generator = torch.Generator().manual_seed(3 * 1_000_003 + 2)
+    assert order.dtype == torch.int32
+    assert torch.equal(order.long(), torch.randperm(100_003, generator=generator))
+    assert EpochBatchSampler(5, batch_size=2, seed=0, shuffle=False).order().dtype == torch.int32
