@@ -10,7 +10,10 @@ built as a run builds it (``build_model`` + ``apply_model_transforms``).
 
 ``--compare-reference`` also times, interleaved step by step, the same model whose variable
 selection networks are the plain per-variable ``reference.py`` version: a like-for-like
-ratio even when other jobs share the machine. ``--quick`` steps a tiny model twice at batch 4
+ratio even when other jobs share the machine. ``--compile`` times the same model (same
+weights) under ``torch.compile`` (inductor, CPU) the same way, after its first step (the
+compile, cold unless inductor's cache holds it, in its own line), with dynamo's graph breaks
+and the compiled model's inference output against the eager one's (issue 40, item 2). ``--quick`` steps a tiny model twice at batch 4
 (the smoke test, tests/benchmarks/test_model_step_smoke.py; its timings mean nothing).
 """
 
@@ -86,6 +89,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--profile", action="store_true", help="print a torch.profiler table")
     parser.add_argument("--compare-reference", action="store_true")
+    parser.add_argument("--compile", action="store_true", help="also time torch.compile")
     parser.add_argument(
         "--quick", action="store_true", help="a tiny model, batch 4, 2 steps: a smoke test"
     )
@@ -102,6 +106,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.compare_reference:
         models["reference"] = with_reference_vsns(model).train()
     steps = {name: make_step(m, batch, cfg) for name, m in models.items()}
+    if args.compile:
+        steps["compiled"] = compiled_step(model, batch, cfg)
     times = time_steps(steps, args.warmup, args.steps)
 
     params = sum(p.numel() for p in model.parameters())
@@ -113,9 +119,10 @@ def main(argv: list[str] | None = None) -> None:
             f"{name}: median {ms:.1f} ms/step (min {1e3 * min(ts):.1f}, max {1e3 * max(ts):.1f})"
             f", {args.batch_size / (ms / 1e3):.1f} samples/s"
         )
-    if args.compare_reference:
-        ratio = statistics.median(times["reference"]) / statistics.median(times["fused"])
-        print(f"reference / fused: {ratio:.2f}x")
+    for name in ("reference", "compiled"):
+        if name in times:
+            ratio = statistics.median(times[name]) / statistics.median(times["fused"])
+            print(f"{name} / fused: {ratio:.2f}x")
 
     if args.profile:
         with torch.profiler.profile(record_shapes=True) as prof:
@@ -139,6 +146,37 @@ def time_steps(
             step()
             times[name].append(time.perf_counter() - start)
     return times
+
+
+def compiled_step(
+    model: TemporalFusionTransformer, batch: TFTBatch, cfg: TFTConfig
+) -> Callable[[], float]:
+    """`make_step` of a compiled copy of `model` (same weights), its first step run here:
+    prints the compile's seconds, dynamo's graph breaks and the compiled inference output's
+    largest difference from the eager model's."""
+    from torch._dynamo.utils import counters  # dynamo's own tally of graph breaks
+
+    twin = build(cfg)
+    twin.load_state_dict(model.state_dict())
+    compiled = torch.compile(twin)
+    start = time.perf_counter()
+    with torch.no_grad():
+        eager_out = twin.eval()(batch).quantiles
+        compiled_out = compiled(batch).quantiles  # the inference graph's compile
+    inference_s = time.perf_counter() - start
+    twin.train()
+    step = make_step(compiled, batch, cfg)
+    start = time.perf_counter()
+    step()  # the training graph's compile, forward and backward
+    training_s = time.perf_counter() - start
+    breaks = dict(counters["graph_break"])
+    error = (compiled_out - eager_out).abs().max().item()
+    print(
+        f"compile: inference {inference_s:.1f} s, training step {training_s:.1f} s; "
+        f"graph breaks {sum(breaks.values())} {breaks or ''}; inference output "
+        f"max |compiled - eager| {error:.1e}"
+    )
+    return step
 
 
 def make_step(
