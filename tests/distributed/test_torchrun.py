@@ -27,6 +27,8 @@ def run_torchrun(tmp_path: Path, device: str) -> tuple[subprocess.CompletedProce
         # the head fallback as it ships (TINY_CLI turns it off): rank 0 alone prepares it
         *cli_args("--epochs", "1", "--head-fallback", "--dist-timeout", "60", "--output-dir", str(out)),
         "--device", device,
+        # the ranks share one feature store: each computes its share of the symbols, one writes
+        "--feature-store", str(tmp_path / "store"),
     ]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run(
@@ -43,6 +45,8 @@ def run_torchrun(tmp_path: Path, device: str) -> tuple[subprocess.CompletedProce
         "garch_t",
     }
     assert (out / "checkpoints").is_dir()
+    entries = [p for p in (tmp_path / "store").iterdir() if not p.name.startswith(".")]
+    assert len(entries) == 1 and (entries[0] / "manifest.json").is_file()
     return done, out
 
 
