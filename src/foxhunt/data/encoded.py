@@ -3,6 +3,7 @@ windows it hands out."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,7 +36,6 @@ class EncodedFrame:
 
     frame: pd.DataFrame
     times: pd.DatetimeIndex
-    times_ns: np.ndarray  # [N] int64
     symbol_codes: np.ndarray  # [N] int64, non-decreasing
     features: Features
     finite: np.ndarray  # [N] bool
@@ -54,8 +54,13 @@ class EncodedFrame:
         times = pd.DatetimeIndex(frame["timestamp"])
         series = np.cumsum(contract_series_starts(codes, frame, contract_column)) - 1
         features = compute_features(frame, spec, timezone=timezone, symbol_codes=series)
-        times_ns = times.as_unit("ns").asi8
-        return cls(frame, times, times_ns, codes, features, features.finite_rows, series)
+        return cls(frame, times, codes, features, features.finite_rows, series)
+
+    @functools.cached_property
+    def times_ns(self) -> np.ndarray:
+        """[N] int64 nanoseconds since the epoch: the index's own integers when its unit is
+        nanoseconds (a stored entry's mapped file: no copy), else converted once."""
+        return self.times.asi8 if self.times.unit == "ns" else self.times.as_unit("ns").asi8
 
     def log_ranges(self) -> np.ndarray:
         """[N] float32 log of each bar's log range log(high / low): the range loss's target

@@ -258,7 +258,6 @@ def _stored_bars(
     return EncodedFrame(
         frame=pd.DataFrame(),
         times=times,
-        times_ns=times.asi8 if times.unit == "ns" else times.as_unit("ns").asi8,  # no copy
         symbol_codes=codes,
         features=features,
         finite=np.isfinite(returns),

@@ -62,7 +62,6 @@ def encoded_symbol(
     frame = EncodedFrame(
         frame=high_low,
         times=bars.times(rows.times_ns),
-        times_ns=rows.times_ns,
         symbol_codes=np.full(n, code, np.int64),
         features=Features(np.empty((n, 0), np.float32), num_observed, returns),
         finite=finite,
