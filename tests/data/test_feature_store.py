@@ -301,7 +301,7 @@ def test_a_store_under_a_file_is_refused_before_preparing(tmp_path: Path) -> Non
             prepare_data(config(place))
 
 
-@pytest.mark.parametrize("value", ["", "  ", "s3://bucket/store"])
+@pytest.mark.parametrize("value", ["", "  ", "nosuchfs://bucket/store"])
 def test_the_setting_is_checked(value: str) -> None:
     with pytest.raises(ConfigError, match=r"DataConfig\.feature_store"):
         DataConfig(feature_store=value)

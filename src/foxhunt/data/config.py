@@ -177,12 +177,14 @@ class DataConfig:
             whose Gaussian quantiles have the lowest mean quantile loss on the validation
             windows (logged, in metrics.json's `base`), skipping one that cannot be fitted.
             The run saves the base it used; a run saved before this field has "realized_vol".
-        feature_store: a local folder holding prepared inputs on disk (docs/data.md, "Feature
+        feature_store: a folder holding prepared inputs on disk (docs/data.md, "Feature
             store"): the first run with given bars and data settings writes them there (in
             a folder named by a hash of the bars' content, these settings and the feature
             code), later runs asking for the same read them back and gather training windows
             from memory-mapped arrays instead of holding the input matrix. None = prepare in
-            memory every run. fsspec URLs are not supported yet.
+            memory every run. An fsspec URL (s3://bucket/store, gs://...) keeps the entries
+            there, used through a local cache folder ($XDG_CACHE_HOME/foxhunt/feature-store):
+            an entry is fetched when the cache lacks it, and one prepared here is uploaded.
         feature_store_dtype: the inputs' type in the feature store: "float32" (the windows
             are the in-memory ones bit for bit) or "float16" (half the disk and the reads;
             each input is the float32 value rounded to float16, a relative error of about
@@ -317,10 +319,18 @@ class DataConfig:
             object.__setattr__(self, "feature_store", store := str(store))
         if not isinstance(store, str) or not store.strip():
             raise _fail("feature_store", store, "give a folder path, or None to prepare in memory")
-        if "://" in store:
-            raise _fail(
-                "feature_store", store, "fsspec URLs are not supported yet; give a local folder"
-            )
+        if "://" in store:  # an fsspec URL: its filesystem must be known and installed
+            import fsspec
+
+            try:
+                fsspec.get_filesystem_class(store.split("://", 1)[0])
+            except (ImportError, ValueError) as exc:
+                raise _fail(
+                    "feature_store",
+                    store,
+                    f"{exc}; install the fsspec filesystem for that scheme (e.g. s3fs, gcsfs) "
+                    "or give a local folder",
+                ) from None
 
     def _check_names(self) -> None:
         if self.timezone is not None:

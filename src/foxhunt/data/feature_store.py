@@ -33,28 +33,24 @@ from foxhunt.data.config import DataConfig
 from foxhunt.data.dataset import WindowDataset
 from foxhunt.data.encoded import EncodedFrame
 from foxhunt.data.features import Features
+from foxhunt.data.mirrored_store import mirrored
 from foxhunt.data.pipeline import PreparedData, prepare_in_memory
 from foxhunt.data.preprocess import Preprocessor
 from foxhunt.data.shared_store import MainShare, Ranks, ShareError, follow
-from foxhunt.data.store_entry import entry_metadata, stored_block, write_files
+from foxhunt.data.store_entry import REQUIRED, entry_metadata, stored_block, write_files
 from foxhunt.data.store_key import key_material, store_key
 from foxhunt.data.streamed import why_not_streamed, write_streamed
 from foxhunt.data.summary import DataSummary
 from foxhunt.data.symbol_inputs import symbol_inputs
 from foxhunt.data.windows import SPLITS
 from foxhunt.errors import FoxhuntError
+from foxhunt.storage.mirror import is_url
 from foxhunt.storage.staged import Staging, StoreError, open_complete, staging, writer_lock
 
 log = logging.getLogger("foxhunt.data")
 
 HINT = "choose another folder with --feature-store, or free space there"
 BLOCK_ROWS = 1 << 16  # rows of the input matrix written at a time
-#: what every entry of this format holds and `read_entry` reads (the optional [N] vectors
-#: aside): a manifest without ranges.npy, checksums redone, trained without the range loss
-REQUIRED = (
-    "inputs.npy", "times.npy", "symbol_codes.npy", "ranges.npy", "preprocessor.json",
-    "summary.json", *(f"anchors-{name}.npy" for name in SPLITS),
-)  # fmt: skip
 
 
 def prepare_data(
@@ -67,8 +63,20 @@ def prepare_data(
     symbols together (data/shared_store.py)."""
     if config.feature_store is None:
         return prepare_in_memory(config, preprocessor=preprocessor)
+    if is_url(config.feature_store):
+        return mirrored(config, preprocessor, ranks, prepare_at=_prepare_at)
+    return _prepare_at(Path(config.feature_store).expanduser(), config, preprocessor, ranks)
+
+
+def _prepare_at(
+    root: Path,
+    config: DataConfig,
+    preprocessor: Preprocessor | None,
+    ranks: Ranks | None,
+    material: dict[str, Any] | None = None,
+) -> PreparedData:
+    """`prepare_data` through the store folder `root` (`material`: the key's, if known)."""
     start = time.perf_counter()
-    root = Path(config.feature_store).expanduser()
     share = None
     if ranks is not None and ranks.enabled:
         if ranks.rank:
@@ -78,7 +86,7 @@ def prepare_data(
     try:
         if root.exists() and not root.is_dir():
             raise StoreError(f"{root}: the feature store is a file, not a folder; {HINT}")
-        material = key_material(config, preprocessor)
+        material = material or key_material(config, preprocessor)
         key = store_key(material)
         manifest = open_complete(root, key, REQUIRED)
         if manifest is None:  # another process may be writing it: wait for it, then look again

@@ -12,8 +12,16 @@ import torch
 
 from foxhunt.data.preprocess import Preprocessor
 from foxhunt.data.summary import DataSummary
+from foxhunt.data.windows import SPLITS
 from foxhunt.errors import DataError
 from foxhunt.storage.staged import Staging
+
+#: what every entry of this format holds and `read_entry` reads (the optional [N] vectors
+#: aside): a manifest without ranges.npy, checksums redone, trained without the range loss
+REQUIRED = (
+    "inputs.npy", "times.npy", "symbol_codes.npy", "ranges.npy", "preprocessor.json",
+    "summary.json", *(f"anchors-{name}.npy" for name in SPLITS),
+)  # fmt: skip
 
 
 def stored_block(block: np.ndarray, dtype: str) -> np.ndarray:
