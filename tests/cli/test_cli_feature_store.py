@@ -92,3 +92,29 @@ def test_a_run_resumes_with_or_without_the_store() -> None:
     assert config_differences({"data": before}, {"data": stored}) == []
     other = DataConfig(feature_store="/s", lookback=12).to_dict()
     assert config_differences({"data": before}, {"data": other}) != []
+
+
+@pytest.mark.parametrize("command", ["evaluate", "predict"])
+def test_evaluate_and_predict_too_large_for_memory_stop_before_allocating(
+    command: str,
+    tmp_path: Path,
+    bars_file: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """They encode the file they are given in memory (not from a store): too large is one
+    line naming the file and the way out, before the features are computed."""
+    assert train(bars_file, tmp_path / "run") == 0
+    capsys.readouterr()
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the features were computed: the matrix was allocated")
+
+    monkeypatch.setattr(footprint, "available_bytes", lambda: 100_000)
+    monkeypatch.setattr("foxhunt.data.encoded.compute_features", never)
+    assert main([command, str(tmp_path / "run"), "--parquet-file", str(bars_file)]) == 2
+    err = capsys.readouterr().err
+    (line,) = error_lines(err)
+    assert "Traceback" not in err
+    assert str(bars_file) in line and "0.0 GB is available" in line
+    assert f"{command} encodes the file in memory" in line and "--start" in line

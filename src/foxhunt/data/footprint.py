@@ -44,9 +44,13 @@ def available_bytes() -> int:
     return available if limit == "max" else min(available, max(int(limit) - used, 0))
 
 
-def check_matrix_fits(rows: int, spec: FeatureSpec, *, source: str, store: str | None) -> None:
+def check_matrix_fits(
+    rows: int, spec: FeatureSpec, *, source: str, store: str | None, reading: str | None = None
+) -> None:
     """DataError (exit 2) before anything is allocated when `rows` bars at `spec` will not
-    fit; `store` is the feature store being prepared, if any."""
+    fit; `store` is the feature store being prepared, if any. `reading`: a command that
+    encodes a saved run's bars in memory (evaluate, predict), whose only way out is fewer
+    bars."""
     need, available = matrix_bytes(rows, spec), available_bytes()
     if need <= available:
         return
@@ -55,6 +59,11 @@ def check_matrix_fits(rows: int, spec: FeatureSpec, *, source: str, store: str |
         f"{source}: preparing {rows:,} bars x {inputs} inputs needs about {need / 1e9:.1f} GB "
         f"of memory and {available / 1e9:.1f} GB is available"
     )
+    if reading is not None:
+        raise DataError(
+            f"{size}; {reading} encodes the file in memory: give it fewer bars (--start, "
+            "--end, --symbols), or run it on a machine with that memory"
+        )
     fewer = "or use fewer bars (--start, --end, --symbols) or inputs (--feature-groups)"
     if store is None:
         raise DataError(

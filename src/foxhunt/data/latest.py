@@ -14,6 +14,7 @@ from foxhunt.batch import TFTBatch
 from foxhunt.data.encoded import EncodedFrame
 from foxhunt.data.features import known_calendar, series_starts
 from foxhunt.data.features.compute import row_contracts
+from foxhunt.data.footprint import check_matrix_fits
 from foxhunt.data.future import forecast_times, future_known_values
 from foxhunt.data.preprocess import Preprocessor
 from foxhunt.data.volatility import BaselineRows, minute_of_day
@@ -49,6 +50,8 @@ def latest_windows(
     (normalized rows by timestamp and symbol), refused without it (data/future.py).
     Anchors are rows of `frame` sorted by symbol and time.
     """
+    source = str(frame.attrs.get("source", "the bars frame"))
+    check_matrix_fits(len(frame), pre.spec, source=source, store=None, reading="predict")
     encoded = pre.encode(frame, min_rows=pre.lookback)
     ends = np.flatnonzero(np.append(series_starts(encoded.symbol_codes)[1:], True))  # [B]
     rows = ends[:, None] + np.arange(-pre.lookback + 1, 1)  # [B, L]

@@ -23,6 +23,7 @@ from foxhunt.data.dataset import WindowDataset, baseline_tensors
 from foxhunt.data.encoded import EncodedFrame, FeatureSchema
 from foxhunt.data.features import TARGET_NAME, FeatureSpec, series_starts
 from foxhunt.data.features.instrument import static_table
+from foxhunt.data.footprint import check_matrix_fits
 from foxhunt.data.io import normalize_timestamps
 from foxhunt.data.scaling import CategoryEncoder, StandardScaler, TargetScaler
 from foxhunt.data.series import validated_series
@@ -211,6 +212,8 @@ class Preprocessor:
 
     def dataset(self, frame: pd.DataFrame) -> WindowDataset:
         """Every valid window of new bars (for `evaluate`), with targets, scaled as in training."""
+        source = str(frame.attrs.get("source", "the bars frame"))
+        check_matrix_fits(len(frame), self.spec, source=source, store=None, reading="evaluate")
         encoded = self.encode(frame, min_rows=self.lookback + self.horizon)
         index = index_windows(
             encoded.series_codes,
