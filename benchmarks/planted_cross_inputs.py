@@ -5,7 +5,8 @@ where c decays by `volume_decay` a bar and is driven by the leader's move in its
 observable volatility, min(|r| / (base sqrt(h)), 4) - 0.8: |z| times the leader's regime. The
 oracle's observable path recomputes c from the bars. This prints, for candidate inputs made
 of the leader's returns, their correlation with that pulse bar by bar, and the correlation of
-each input decayed as c is (what a network with memory can form) with the first follower's c:
+each input decayed as c is (what a network with memory can form) with the first follower's c;
+then the share of c's variance a linear fit on decayed inputs explains, raw and in logs:
 
     .venv/bin/python -m foxhunt planted /tmp/all.parquet --symbols ES,NQ --cross-lead 0.5
     .venv/bin/python benchmarks/planted_cross_inputs.py /tmp/all.parquet
@@ -74,6 +75,25 @@ def main() -> None:
         bar = np.corrcoef(x[kept][ok], pulse[kept][ok])[0, 1]
         memory = np.corrcoef(decayed(x, law.volume_decay)[kept], c[kept])[0, 1]
         print(f"| {name} | {bar:.3f} | {memory:.3f} |")
+    logs = {  # the log makes the leader's scale (its season, its GARCH level) additive
+        "abs(r)": moves.abs(),
+        "log abs(r)": np.log(np.maximum(moves.abs(), 1e-6)),
+        "abs(r / season)": season.abs(),
+        "log abs(r / season)": np.log(np.maximum(season.abs(), 1e-6)),
+    }
+    print("\n| decayed input(s) of the leader | R2 of a least-squares fit of the follower's c |")
+    print("| --- | ---: |")
+    for names in (["abs(r)"], ["log abs(r)"], ["log abs(r / season)", "abs(r / season)"]):
+        columns = [decayed(np.asarray(logs[n], np.float64), law.volume_decay) for n in names]
+        print(f"| {' + '.join(names)} | {fitted_share(columns, c, kept):.3f} |")
+
+
+def fitted_share(columns: list[np.ndarray], target: np.ndarray, kept: slice) -> float:
+    """R2 of the least-squares fit of `target` on `columns` and a constant, over `kept`."""
+    x = np.column_stack([*columns, np.ones(len(target))])[kept]
+    y = target[kept]
+    beta = np.linalg.lstsq(x, y, rcond=None)[0]
+    return float(1.0 - (y - x @ beta).var() / y.var())
 
 
 if __name__ == "__main__":
