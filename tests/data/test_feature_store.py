@@ -1,6 +1,7 @@
 """The feature store (data/feature_store.py): windows read back bit for bit, reused only for
 the same bars and settings, never trusted half-written, one line when it cannot be written."""
 
+import copy as copying
 import dataclasses
 import errno
 import json
@@ -101,6 +102,22 @@ def test_a_pickled_stored_dataset_maps_the_file_again(tmp_path: Path) -> None:
     everything = list(range(len(stored)))
     a, b = stored.__getitems__(everything), copy.__getitems__(everything)
     assert torch.equal(a.past, b.past) and torch.equal(a.future, b.future)
+    # nor are the [N] vectors and times: each travels as its file (data/mapped.py)
+    vectors = ("target_values", "symbol_codes", "anchors", "base_volatility", "profile")
+    held = sum(getattr(stored, name).nbytes for name in vectors) + stored.timestamps.nbytes
+    assert len(pickle.dumps(stored)) < held / 8, (len(pickle.dumps(stored)), held)
+    for name in (*vectors, "vol_signal", "range_values"):
+        u, v = getattr(stored, name), getattr(copy, name)
+        same = u is None or torch.equal(u.view(torch.uint8), v.view(torch.uint8))  # NaNs too
+        assert (u is None) == (v is None) and same, name
+    assert copy.timestamps.equals(stored.timestamps)
+    assert copy.timestamps.dtype == stored.timestamps.dtype
+    assert isinstance(copy.timestamps.asi8, np.memmap)
+    # a vector replaced in memory (another base: with_baseline) pickles as it is, not as a file
+    rebased = copying.copy(stored)
+    rebased.base_volatility = 2 * stored.base_volatility
+    back = pickle.loads(pickle.dumps(rebased)).base_volatility
+    assert torch.equal(back.view(torch.uint8), rebased.base_volatility.view(torch.uint8))
 
 
 def test_a_second_run_reuses_the_store(

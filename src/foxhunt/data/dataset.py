@@ -20,6 +20,7 @@ from torch.utils.data import (
 )
 
 from foxhunt.batch import TFTBatch
+from foxhunt.data.mapped import MappedFile, as_file
 from foxhunt.data.volatility import BaselineRows
 
 
@@ -103,9 +104,13 @@ class WindowDataset(Dataset[TFTBatch]):
         self._future_offsets = torch.arange(1, horizon + 1)
 
     def __getstate__(self) -> dict[str, Any]:
-        """A feature store's memory map travels as its file (a DataLoader worker started by
-        spawn or forkserver maps it again): pickled, a numpy memmap would copy the matrix."""
+        """A feature store's memory maps travel as their files (a DataLoader worker started
+        by spawn or forkserver maps them again): pickled, a numpy memmap would copy the
+        matrix, and a mapped vector or index every bar's values (data/mapped.py)."""
         state = dict(self.__dict__)
+        for name, value in state.items():
+            if (file := as_file(value)) is not None:
+                state[name] = file
         values = self.past_values
         if isinstance(values, np.memmap) and values.filename is not None:
             known = self.future_values.shape[1]
@@ -114,6 +119,9 @@ class WindowDataset(Dataset[TFTBatch]):
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            if isinstance(value, MappedFile):
+                state[name] = value.open()
         if isinstance(state["past_values"], tuple):
             _, filename, offset, shape, known = state["past_values"]
             values = np.memmap(filename, state["future_values"], "r", offset, tuple(shape))

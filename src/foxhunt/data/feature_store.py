@@ -33,6 +33,7 @@ from foxhunt.data.config import DataConfig
 from foxhunt.data.dataset import WindowDataset
 from foxhunt.data.encoded import EncodedFrame
 from foxhunt.data.features import Features
+from foxhunt.data.mapped import mapped_times, mapped_vector
 from foxhunt.data.mirrored_store import mirrored
 from foxhunt.data.pipeline import PreparedData, prepare_in_memory
 from foxhunt.data.preprocess import Preprocessor
@@ -198,9 +199,10 @@ def write_entry(
 
 
 def _vector(path: Path, name: str) -> torch.Tensor | None:
-    """[N] `name` memory-mapped copy-on-write (writable for torch; the file never changes)."""
+    """[N] `name` memory-mapped copy-on-write (writable for torch; the file never changes),
+    pickled as its file (data/mapped.py)."""
     file = path / f"{name}.npy"
-    return torch.from_numpy(np.load(file, mmap_mode="c")) if file.exists() else None
+    return mapped_vector(file) if file.exists() else None
 
 
 def _needed(vector: torch.Tensor | None) -> torch.Tensor:
@@ -211,9 +213,8 @@ def _needed(vector: torch.Tensor | None) -> torch.Tensor:
 def _times(path: Path, clock: dict[str, Any]) -> pd.DatetimeIndex:
     """The bars' times, tz-aware, over the mapped file itself: integers are read as UTC
     epochs of the dtype's unit, so nothing is copied (issue 41's flat training peak)."""
-    utc = np.load(path / "times.npy", mmap_mode="r")
     dtype = pd.DatetimeTZDtype(clock["unit"], clock["tz"])
-    return pd.DatetimeIndex(utc, dtype=dtype, name=clock["name"], copy=False)
+    return mapped_times(path / "times.npy", dtype, clock["name"])
 
 
 def read_entry(path: Path, meta: dict[str, Any]) -> PreparedData:
