@@ -51,22 +51,19 @@ class MappedFile:
 def as_file(value: object) -> MappedFile | None:
     """`value` as its file when it is a whole mapped vector or index; None otherwise (a
     tensor made in memory, or one that replaced a mapped one, pickles as it is)."""
-    if isinstance(value, Tensor):
-        array = _MAPS.get(value.data_ptr())
-        if _whole(array, value.numel()) and value.is_contiguous():
-            return MappedFile(str(_filename(array)))
+    if isinstance(value, Tensor) and value.is_contiguous():
+        file = _whole_map(value.data_ptr(), value.numel())
+        return None if file is None else MappedFile(file)
     if isinstance(value, pd.DatetimeIndex) and isinstance(value.dtype, pd.DatetimeTZDtype):
         utc = value.asi8  # a view of the map when it is one
-        array = _MAPS.get(utc.ctypes.data)
-        if _whole(array, len(value)) and utc.strides == (8,):
-            return MappedFile(str(_filename(array)), value.dtype, value.name)
+        file = _whole_map(utc.ctypes.data, len(value)) if utc.strides == (8,) else None
+        return None if file is None else MappedFile(file, value.dtype, value.name)
     return None
 
 
-def _whole(array: np.memmap | None, size: int) -> bool:
-    return array is not None and array.size == size and array.filename is not None
-
-
-def _filename(array: np.memmap | None) -> str:
-    assert array is not None and array.filename is not None
+def _whole_map(address: int, size: int) -> str | None:
+    """The file of the map that starts at `address` and holds `size` values, if any."""
+    array = _MAPS.get(address)
+    if array is None or array.size != size or array.filename is None:
+        return None
     return str(array.filename)

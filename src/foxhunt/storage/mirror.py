@@ -10,7 +10,6 @@ against its own checksum); a damaged one is uploaded again once rebuilt.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import logging
@@ -79,12 +78,7 @@ class Mirror:
                     shutil.rmtree(stage.path, ignore_errors=True)
                     return False
             (stage.path / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
-            try:
-                os.rename(stage.path, self.cache / key)
-            except OSError as exc:
-                if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
-                    raise
-                shutil.rmtree(stage.path, ignore_errors=True)  # another process fetched it
+            stage.place()  # not hashed here: the first read checks every file fetched
         return True
 
     def upload(self, key: str) -> None:

@@ -142,18 +142,26 @@ class Staging:
             f.flush()
             os.fsync(f.fileno())
         final = self.root / self.key
+        if self.place():  # hashed as written: the first reader need not read it all again
+            checked.record(final, digest, self.files)
+        return final
+
+    def place(self) -> bool:
+        """Rename the staged folder, its manifest written, to `ROOT/KEY`; False (the staged
+        folder removed) when another writer's entry is there already: it wins."""
         with self.errors():
             fsync_dir(self.path)
             try:
-                os.rename(self.path, final)
+                os.rename(self.path, self.root / self.key)
             except OSError as exc:
                 if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
                     raise
-                shutil.rmtree(self.path, ignore_errors=True)  # another writer finished first
-            else:  # hashed as written: the first reader need not read it all again
-                checked.record(final, digest, self.files)
+                shutil.rmtree(self.path, ignore_errors=True)
+                placed = False
+            else:
+                placed = True
             fsync_dir(self.root)
-        return final
+        return placed
 
 
 @contextmanager
