@@ -13,6 +13,7 @@ from test_feature_store import assert_same_windows, entries
 from foxhunt.data import DataConfig, prepare_data
 from foxhunt.data import footprint as footprint_module
 from foxhunt.data import symbol_inputs as inputs_module
+from foxhunt.data.features import blocks as blocks_module
 from foxhunt.data.features.base import Features
 from foxhunt.data.instruments import generate_instruments
 from foxhunt.data.pipeline import prepare_in_memory
@@ -49,13 +50,13 @@ def test_a_streamed_entry_equals_the_in_memory_preparation_bit_for_bit(
     bars: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[int] = []  # the symbols each feature computation was given
-    compute = inputs_module.compute_features
+    compute = inputs_module.library_blocks
 
-    def one_symbol(frame, spec, **kwargs):  # type: ignore[no-untyped-def]
+    def one_symbol(frame, *args, **kwargs):  # type: ignore[no-untyped-def]
         seen.append(frame["symbol"].nunique())
-        return compute(frame, spec, **kwargs)
+        return compute(frame, *args, **kwargs)
 
-    monkeypatch.setattr(inputs_module, "compute_features", one_symbol)
+    monkeypatch.setattr(inputs_module, "library_blocks", one_symbol)
     memory = prepare_in_memory(config(bars, None))
     stored = prepare_data(config(bars, tmp_path))
     assert seen == [1] * len(SYMBOLS)  # never two symbols' matrix at once
@@ -65,6 +66,25 @@ def test_a_streamed_entry_equals_the_in_memory_preparation_bit_for_bit(
     assert manifest["metadata"]["streamed"] is True
     assert "raw.f32" not in manifest["files"] and not (entry / "raw.f32").exists()
     assert memory.preprocessor.spec.dropped  # a constant input was found and dropped alike
+
+
+def test_symbols_computed_in_row_blocks_stream_bit_for_bit(
+    bars: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Symbols longer than a block (features/blocks.py) are cut alike in memory and
+    streamed, the cross group computed beside the blocks: the same entry."""
+    monkeypatch.setattr(blocks_module, "BLOCK_ROWS", 200)  # 3 days of 5-minute bars: 828
+    plans: list[int] = []
+    plan = blocks_module.plan_blocks
+    monkeypatch.setattr(
+        "foxhunt.data.features.compute.plan_blocks",
+        lambda *a, **k: plans.append(len(plan(*a, **k))) or plan(*a, **k),
+    )
+    groups = (*GROUPS, "cross:1/3")
+    memory = prepare_in_memory(config(bars, None, feature_groups=groups))
+    stored = prepare_data(config(bars, tmp_path, feature_groups=groups))
+    assert plans[0] == sum(plans[1:]) and min(plans[1:]) > 1  # in memory, then each symbol
+    assert_same_windows(memory, stored)
 
 
 def test_streamed_moments_are_numpys_mean_and_std_bit_for_bit() -> None:
@@ -95,13 +115,13 @@ def test_the_cross_group_streams_bit_for_bit(
     symbols = (*SYMBOLS, "GC")
     generate_instruments(days=3, seed=4, symbols=symbols, bar_minutes=5).to_parquet(four)
     seen: list[int] = []
-    compute = inputs_module.compute_features
+    compute = inputs_module.library_blocks
 
-    def one_symbol(frame, spec, **kwargs):  # type: ignore[no-untyped-def]
+    def one_symbol(frame, *args, **kwargs):  # type: ignore[no-untyped-def]
         seen.append(frame["symbol"].nunique())
-        return compute(frame, spec, **kwargs)
+        return compute(frame, *args, **kwargs)
 
-    monkeypatch.setattr(inputs_module, "compute_features", one_symbol)
+    monkeypatch.setattr(inputs_module, "library_blocks", one_symbol)
     groups = ("returns:3", "cross:1/3")
     memory = prepare_in_memory(config(four, None, feature_groups=groups))
     store = tmp_path / "store"
@@ -124,7 +144,7 @@ def test_a_streamed_store_too_large_stops_before_computing(
     def never(*args: object, **kwargs: object) -> Features:
         raise AssertionError("computed the features")
 
-    monkeypatch.setattr(inputs_module, "compute_features", never)
+    monkeypatch.setattr(inputs_module, "library_blocks", never)
     with pytest.raises(DataError, match=r"a symbol at a time needs about .* GB of memory"):
         prepare_data(config(bars, tmp_path))
     assert entries(tmp_path) == []

@@ -8,6 +8,7 @@ from pathlib import Path
 import psutil
 
 from foxhunt.data.features import FeatureSpec
+from foxhunt.data.features.blocks import computed_rows
 from foxhunt.errors import DataError
 
 #: bytes per bar beside the matrix while the features are computed (returns, times, codes,
@@ -21,6 +22,11 @@ PLAIN_ROW_BYTES = 100
 #: symbol it prepares, beside its matrix: its bars read and validated, times, codes, returns,
 #: the windows' and the base volatility's vectors
 STREAMED_ROW_BYTES = 300
+#: bytes per bar the cross group holds over a whole symbol beside its blocks: the symbol's
+#: bars (14 [n] vectors), then per window its own and the others' measures, their as-of
+#: join and its columns (float64), and its float32 columns kept for the blocks
+CROSS_ROW_BYTES = 112
+CROSS_WINDOW_BYTES = 96
 CGROUP = Path("/sys/fs/cgroup")
 
 
@@ -78,9 +84,10 @@ def check_matrix_fits(
 
 def check_symbol_fits(longest: int, spec: FeatureSpec, *, source: str, workers: int = 1) -> None:
     """DataError (exit 2) before the features are computed when a store prepared a symbol at
-    a time will not fit: the `longest` symbol's matrix (in each of `workers` processes)
-    beside its vectors (nothing of the other symbols is held)."""
-    need = workers * matrix_bytes(longest, spec) + longest * STREAMED_ROW_BYTES
+    a time will not fit: a block of the `longest` symbol's matrix (in each of `workers`
+    processes; features/blocks.py) beside its vectors (nothing of the other symbols is
+    held)."""
+    need = workers * symbol_bytes(longest, spec) + longest * STREAMED_ROW_BYTES
     available = available_bytes()
     if need <= available:
         return
@@ -92,3 +99,12 @@ def check_symbol_fits(longest: int, spec: FeatureSpec, *, source: str, workers: 
         "prepare it on a machine with that memory (a run with the same bars reuses it), or "
         "use fewer bars (--start, --end, --symbols) or inputs (--feature-groups)"
     )
+
+
+def symbol_bytes(rows: int, spec: FeatureSpec) -> int:
+    """Bytes one symbol of `rows` bars needs while its features are computed: a block's
+    matrix (features/blocks.py) and, with the cross group, that group over all its rows."""
+    block = computed_rows(rows, spec.warmup_bars)
+    windows = next((len(w) for g, w in spec.observed_groups if g.cross), None)
+    cross = 0 if windows is None else rows * (CROSS_ROW_BYTES + CROSS_WINDOW_BYTES * windows)
+    return matrix_bytes(block, spec) + cross

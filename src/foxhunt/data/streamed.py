@@ -19,14 +19,12 @@ writes (tests/data/test_streamed.py).
    to the entry's files as it is done, and the inputs scaled block by block into
    `inputs.npy`.
 
-Memory: one symbol's bars, or its matrix and its groups' temporaries (about 1.4 KB a bar at
-the tft-225 groups) and its vectors, so it grows with the longest symbol, not with the
-number of symbols (what is kept of all of them: a few numbers each, and the distinct times
-of the bars for the split cuts, 8 bytes a distinct time). Row blocks within a series are
-not streamed: the groups' rolling sums are differences of one cumulative sum over the
-series (`bars.Rolling`), pandas' rolling std and EWMs carry their running state from the
-series' first row, so a block started later with only a window of warm-up rows would round
-differently; a series is the unit that is exact.
+Memory: one symbol's bars and vectors, and a block of its rows' matrix and the groups'
+temporaries (about 1.4 KB a bar at the tft-225 groups; features/blocks.py: a symbol longer
+than a block is computed a block at a time from a warm-up prefix, in memory and streamed
+alike), so it grows with the longest symbol's vectors (about 300 bytes a bar), not with its
+matrix nor with the number of symbols (what is kept of all of them: a few numbers each, and
+the distinct times of the bars for the split cuts, 8 bytes a distinct time).
 
 Group "cross" reads the other symbols at each time: before step 2 each symbol's own
 measures (its w-bar return and realized volatility, [n, 2 W] float64) are written to a

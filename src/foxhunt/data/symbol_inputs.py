@@ -24,10 +24,10 @@ import numpy as np
 import pandas as pd
 
 from foxhunt.data.config import DataConfig
-from foxhunt.data.features import FeatureSpec, compute_features
+from foxhunt.data.features import FeatureSpec
 from foxhunt.data.features.bars import OtherSymbols
 from foxhunt.data.features.base import log_returns
-from foxhunt.data.features.compute import make_bars
+from foxhunt.data.features.compute import library_blocks, make_bars
 from foxhunt.data.features.cross import own_measures
 from foxhunt.data.features.fitting import train_ranges
 from foxhunt.data.new_run import row_splits
@@ -62,23 +62,27 @@ class SymbolInputs:
 
 
 def compute_symbol(job: SymbolJob) -> SymbolInputs:
-    """`job`'s symbol's features, its rows of the scratch matrix written."""
+    """`job`'s symbol's features, its rows of the scratch matrix written a block of rows at a
+    time (features/blocks.py: a long symbol's matrix is never held whole)."""
     frame: pd.DataFrame = pd.read_pickle(job.bars)
     frame.index = pd.RangeIndex(job.first, job.first + len(frame))
     with np.load(job.vectors) as saved:
         series, times_ns = saved["series"], saved["times_ns"]
-    part = compute_features(
-        frame, job.spec, timezone=job.timezone, symbol_codes=series, others=job.others
-    )
-    del frame
-    row_bytes = job.width * np.dtype(np.float32).itemsize
-    with open(job.scratch, "r+b") as file:
-        for lo in range(0, len(part.inputs), BLOCK_ROWS):
-            file.seek((job.first + lo) * row_bytes)
-            file.write(np.ascontiguousarray(part.inputs[lo : lo + BLOCK_ROWS]).data)
+    returns = log_returns(frame["close"].to_numpy(np.float64), series)
     train = row_splits(times_ns, job.config, job.cuts)[1] == 0
-    low, high = train_ranges(part.inputs, train)
-    return SymbolInputs(job.first, part.returns, low, high, os.getpid())
+    low, high = np.full(job.width, np.inf), np.full(job.width, -np.inf)
+    row_bytes = job.width * np.dtype(np.float32).itemsize
+    blocks = library_blocks(frame, job.spec, job.timezone, series, returns, job.others)
+    with open(job.scratch, "r+b") as file:
+        for start, stop, rows in blocks:
+            if rows.shape[1] != job.width:
+                raise ValueError(f"{rows.shape[1]} inputs for a scratch of {job.width}")
+            for lo in range(0, len(rows), BLOCK_ROWS):
+                file.seek((job.first + start + lo) * row_bytes)
+                file.write(np.ascontiguousarray(rows[lo : lo + BLOCK_ROWS]).data)
+            least, most = train_ranges(rows, train[start:stop])
+            low, high = np.fmin(low, least), np.fmax(high, most)
+    return SymbolInputs(job.first, returns, low, high, os.getpid())
 
 
 def cross_files(bars: SymbolBars, folder: Path) -> OtherSymbols | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import cast
@@ -10,9 +11,10 @@ import numpy as np
 import pandas as pd
 
 from foxhunt.data.features.bars import Bars, OtherSymbols, session_gap, session_numbers
-from foxhunt.data.features.base import Features, base_columns, log_returns
+from foxhunt.data.features.base import BASE_OBSERVED, Features, base_columns, log_returns
+from foxhunt.data.features.blocks import plan_blocks
 from foxhunt.data.features.expiry import check_contracts
-from foxhunt.data.features.group import Fill
+from foxhunt.data.features.group import Fill, Group
 from foxhunt.data.features.known import known_calendar
 from foxhunt.data.features.matrix import compact_columns, write_columns
 from foxhunt.data.features.spec import FeatureSpec
@@ -91,23 +93,97 @@ def library_inputs(
     columns of one matrix (matrix.py), and the number of observed columns. Every group's
     columns are computed; those the spec dropped are then squeezed out in place. `others`:
     what the cross group reads of the other symbols when `frame` holds one (streamed.py)."""
-    bars = replace(make_bars(frame, spec, timezone, series, returns), others=others)
-    check_cross(bars.symbols if others is None else np.asarray(others.names), spec)
     full = replace(spec, dropped=())
     names = (*full.observed_names, *full.known_names)
     inputs = np.empty((len(returns), len(names)), dtype=np.float32)
+    for _ in library_blocks(frame, spec, timezone, series, returns, others, out=inputs):
+        pass
+    keep = np.asarray([n not in spec.dropped for n in names])
+    return compact_columns(inputs, keep), int(keep[: len(full.observed_names)].sum())
+
+
+Rows = tuple[int, int, np.ndarray]
+
+
+def library_blocks(
+    frame: pd.DataFrame,
+    spec: FeatureSpec,
+    timezone: str,
+    series: np.ndarray,
+    returns: np.ndarray,
+    others: OtherSymbols | None = None,
+    *,
+    out: np.ndarray | None = None,
+) -> Iterator[Rows]:
+    """The library's float32 inputs of every column (the dropped too) a block of rows at a
+    time (blocks.py): (start, stop, rows [stop - start, P]); with `out` [N, P], views of it.
+    A frame whose symbols are no longer than a block is one block, computed as a whole."""
+    times_ns = pd.DatetimeIndex(frame["timestamp"]).as_unit("ns").asi8
+    spec = replace(spec, session_gap_ns=session_gap(series, times_ns, spec.session_gap_ns))
+    full = replace(spec, dropped=())
+    width = len(full.observed_names) + len(full.known_names)
+    session = session_numbers(series, times_ns, spec.session_gap_ns or 0)
+    plan = plan_blocks(frame["symbol"].to_numpy(), session, spec.warmup_bars)
+    if len(plan) == 1:
+        whole = np.empty((len(returns), width), np.float32) if out is None else out
+        _fill(whole, frame, spec, timezone, series, returns, others, crossing=True)
+        yield 0, len(returns), whole
+        return
+    cross = _cross_columns(frame, spec, timezone, series, returns, others)
+    for block in plan:
+        rows = slice(block.prefix, block.stop)
+        part = np.empty((block.stop - block.prefix, width), np.float32)
+        _fill(part, frame.iloc[rows], spec, timezone, series[rows], returns[rows], crossing=False)
+        kept = part[block.start - block.prefix :]
+        if out is not None:
+            out[block.start : block.stop] = kept
+            kept = out[block.start : block.stop]
+        if cross is not None:
+            columns, values = cross
+            kept[:, columns] = values[block.start : block.stop]
+        yield block.start, block.stop, kept
+
+
+def _slots(spec: FeatureSpec, first: int) -> list[tuple[Group, tuple[int, ...], slice]]:
+    """Each observed group's columns of the matrix, from column `first` on."""
+    slots = []
+    for group, windows in spec.observed_groups:
+        width = len(group.columns(windows))
+        slots.append((group, windows, slice(first, first + width)))
+        first += width
+    return slots
+
+
+def _fill(
+    inputs: np.ndarray,
+    frame: pd.DataFrame,
+    spec: FeatureSpec,
+    timezone: str,
+    series: np.ndarray,
+    returns: np.ndarray,
+    others: OtherSymbols | None = None,
+    *,
+    crossing: bool,
+) -> None:
+    """Every column of `inputs` [N, P] for `frame`'s rows; the cross group's only when
+    `crossing` (a block of one symbol leaves them to `_cross_columns`)."""
+    bars = replace(make_bars(frame, spec, timezone, series, returns), others=others)
+    if crossing:
+        check_cross(bars.symbols if others is None else np.asarray(others.names), spec)
+    full = replace(spec, dropped=())
     base = base_columns(frame, returns, spec.volatility_windows, series)
     j = len(base)
     write_columns(inputs[:, :j], base)
     del base
-    slots = []  # each group's columns of the matrix
-    for group, windows in spec.observed_groups:
-        width = len(group.columns(windows))
-        slots.append((cast("Fill", group.compute), windows, inputs[:, j : j + width]))
-        j += width
+    slots = [s for s in _slots(spec, j) if crossing or not s[0].cross]
     with ThreadPoolExecutor(GROUP_THREADS) as pool:  # disjoint columns: the same numbers
-        for done in [pool.submit(fill, bars, windows, out) for fill, windows, out in slots]:
+        jobs = [
+            pool.submit(cast("Fill", group.compute), bars, windows, inputs[:, columns])
+            for group, windows, columns in slots
+        ]
+        for done in jobs:
             done.result()  # a group's error, raised here
+    j = len(full.observed_names) - len(spec.observed_columns)
     for name in spec.observed_columns:
         inputs[:, j], j = frame[name].to_numpy(np.float64), j + 1
     times, symbols = pd.DatetimeIndex(frame["timestamp"]), frame["symbol"].to_numpy()
@@ -116,8 +192,28 @@ def library_inputs(
     j += known.shape[1]
     for name in spec.known_columns:
         inputs[:, j], j = frame[name].to_numpy(np.float64), j + 1
-    keep = np.asarray([n not in spec.dropped for n in names])
-    return compact_columns(inputs, keep), int(keep[: len(full.observed_names)].sum())
+
+
+def _cross_columns(
+    frame: pd.DataFrame,
+    spec: FeatureSpec,
+    timezone: str,
+    series: np.ndarray,
+    returns: np.ndarray,
+    others: OtherSymbols | None,
+) -> tuple[slice, np.ndarray] | None:
+    """The cross group's columns of the matrix and its [N, k] float32 values over the whole
+    frame (None: no cross group); it reads the other symbols at each row, so no block of one
+    symbol can compute it."""
+    first = len(BASE_OBSERVED) + len(spec.volatility_windows)
+    for group, windows, columns in _slots(spec, first):
+        if group.cross:
+            bars = replace(make_bars(frame, spec, timezone, series, returns), others=others)
+            check_cross(bars.symbols if others is None else np.asarray(others.names), spec)
+            values = np.empty((len(returns), columns.stop - columns.start), np.float32)
+            cast("Fill", group.compute)(bars, windows, values)
+            return columns, values
+    return None
 
 
 def compute_features(
