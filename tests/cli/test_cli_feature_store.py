@@ -2,9 +2,11 @@
 memory; an unwritable store or a matrix too large for memory is exit 2 with one line."""
 
 import logging
+import uuid
 from pathlib import Path
 
 import pytest
+import yaml
 from safetensors.torch import load_file
 
 from foxhunt.cli import main
@@ -118,3 +120,34 @@ def test_evaluate_and_predict_too_large_for_memory_stop_before_allocating(
     assert "Traceback" not in err
     assert str(bars_file) in line and "0.0 GB is available" in line
     assert f"{command} encodes the file in memory" in line and "--start" in line
+
+
+def test_a_store_url_through_the_flag_then_a_yaml_file(
+    tmp_path: Path,
+    bars_file: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`--feature-store URL` prepares and uploads (fsspec's in-memory filesystem); a YAML
+    config naming the URL, on a machine whose cache lacks it (another XDG_CACHE_HOME),
+    fetches it and trains the same weights."""
+    url = f"memory://foxhunt-tests/{uuid.uuid4().hex}/store"
+    logger = logging.getLogger("foxhunt.data")
+    logger.addHandler(caplog.handler)  # the CLI may turn propagation off
+    try:
+        with caplog.at_level(logging.INFO, logger="foxhunt.data"):
+            monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache-a"))
+            assert train(bars_file, tmp_path / "flag", "--feature-store", url) == 0
+            assert f"to {url}/" in caplog.text and "uploaded" in caplog.text
+            caplog.clear()
+            monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache-b"))
+            config = tmp_path / "run.yaml"
+            config.write_text(yaml.safe_dump({"data": {"feature_store": url}}))
+            assert train(bars_file, tmp_path / "yaml", "--config", str(config)) == 0
+            assert f"fetched {url}/" in caplog.text and "uploaded" not in caplog.text
+    finally:
+        logger.removeHandler(caplog.handler)
+    assert list((tmp_path / "cache-b" / "foxhunt" / "feature-store").iterdir())
+    first = load_file(tmp_path / "flag" / "model.safetensors")
+    second = load_file(tmp_path / "yaml" / "model.safetensors")
+    assert all((first[k] == second[k]).all() for k in first)

@@ -18,10 +18,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from torch.utils.data import BatchSampler, DataLoader, SequentialSampler
 
 import foxhunt
 from foxhunt.data import DataConfig, PreparedData, prepare_data
 from foxhunt.data import feature_store as store_module
+from foxhunt.data.dataset import collate_windows
 from foxhunt.data.pipeline import prepare_in_memory
 from foxhunt.data.rebase import base_rows
 from foxhunt.data.windows import SPLITS
@@ -118,6 +120,30 @@ def test_a_pickled_stored_dataset_maps_the_file_again(tmp_path: Path) -> None:
     rebased.base_volatility = 2 * stored.base_volatility
     back = pickle.loads(pickle.dumps(rebased)).base_volatility
     assert torch.equal(back.view(torch.uint8), rebased.base_volatility.view(torch.uint8))
+
+
+def test_spawned_dataloader_workers_read_the_stored_windows(tmp_path: Path) -> None:
+    """Real worker processes started by spawn (macOS's default; forkserver is Linux's from
+    Python 3.14) get the dataset pickled as its files and give the same batches."""
+    stored = prepare_data(config(tmp_path)).train
+    assert isinstance(stored.past_values, np.memmap)
+    batches = BatchSampler(SequentialSampler(range(len(stored))), 64, drop_last=False)
+    here = DataLoader(stored, batch_sampler=batches, collate_fn=collate_windows)
+    spawned = DataLoader(
+        stored,
+        batch_sampler=batches,
+        collate_fn=collate_windows,
+        num_workers=1,
+        multiprocessing_context="spawn",
+    )
+    count = 0
+    for a, b in zip(here, spawned, strict=True):
+        assert torch.equal(a.past, b.past) and torch.equal(a.future, b.future)
+        for name in ("target", "anchor", "scale", "static_categorical"):
+            u, v = getattr(a, name), getattr(b, name)
+            assert (u is None) == (v is None) and (u is None or torch.equal(u, v)), name
+        count += 1
+    assert count == len(batches) > 1
 
 
 def test_a_second_run_reuses_the_store(
