@@ -5,6 +5,7 @@ import logging
 import uuid
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 from safetensors.torch import load_file
@@ -151,3 +152,41 @@ def test_a_store_url_through_the_flag_then_a_yaml_file(
     first = load_file(tmp_path / "flag" / "model.safetensors")
     second = load_file(tmp_path / "yaml" / "model.safetensors")
     assert all((first[k] == second[k]).all() for k in first)
+
+
+def test_evaluate_reads_every_window_from_the_runs_store(
+    tmp_path: Path,
+    bars_file: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run trained from a store is evaluated on its bars from the entry, with no feature
+    computed and whatever the memory; the metrics and forecasts are those of the file
+    encoded in memory, bit for bit."""
+    store, run = tmp_path / "store", tmp_path / "run"
+    assert train(bars_file, run, "--feature-store", str(store)) == 0
+
+    def evaluate(name: str) -> tuple[str, pd.DataFrame]:
+        json_file, forecasts = tmp_path / f"{name}.json", tmp_path / f"{name}.parquet"
+        argv = ["evaluate", str(run), "--parquet-file", str(bars_file)]
+        assert main([*argv, "--json", str(json_file), "--forecasts", str(forecasts)]) == 0
+        return json_file.read_text(), pd.read_parquet(forecasts)
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the features were computed")
+
+    logger = logging.getLogger("foxhunt.data")
+    logger.addHandler(caplog.handler)  # the CLI may turn propagation off
+    try:
+        with caplog.at_level(logging.INFO, logger="foxhunt.data"), monkeypatch.context() as m:
+            m.setattr(footprint, "available_bytes", lambda: 100_000)  # too large in memory
+            m.setattr("foxhunt.data.encoded.compute_features", never)
+            stored = evaluate("stored")
+            assert f"every window read from {store}/" in caplog.text
+    finally:
+        logger.removeHandler(caplog.handler)
+    store.rename(tmp_path / "elsewhere")  # no entry: the file is encoded in memory
+    memory = evaluate("memory")
+    assert stored[0] == memory[0]
+    pd.testing.assert_frame_equal(stored[1], memory[1])
+    assert len(memory[1]) > 0

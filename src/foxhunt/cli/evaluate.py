@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,7 @@ def run(line: argparse.Namespace) -> int:
     args = resolve(command(), line.argv)[1]
     # imported once the line is parsed: --help needs none of them
     from foxhunt.data.spacing import check_spacing
+    from foxhunt.data.stored_windows import stored_windows
     from foxhunt.runs import check_output_file
     from foxhunt.scoring import WindowForecasts, read_run_baselines, score_windows
     from foxhunt.serving import load_run
@@ -62,9 +63,16 @@ def run(line: argparse.Namespace) -> int:
         if args.forecasts.suffix.lower() != ".parquet":  # x.csv held Parquet bytes, exit 0
             raise ConfigError(f"--forecasts {args.forecasts}: name a .parquet file (Parquet)")
     loaded = load_run(args.run_dir)
-    frame = read_frame(args.data, loaded.preprocessor.timezone)
-    check_spacing(frame, loaded.preprocessor.bar_spacing, str(args.data.path))
-    dataset = loaded.preprocessor.dataset(frame)
+    # the run's feature store entry of these bars, if it has one (data/stored_windows.py)
+    given = {name: getattr(args.data, name) for name in READ_FIELDS}
+    reading = {
+        k: v for k, v in given.items() if k != "timezone" or v is not None
+    }  # None: the run's
+    dataset = stored_windows(replace(loaded.config.data, **reading), loaded.preprocessor)
+    if dataset is None:  # encoded in memory
+        frame = read_frame(args.data, loaded.preprocessor.timezone)
+        check_spacing(frame, loaded.preprocessor.bar_spacing, str(args.data.path))
+        dataset = loaded.preprocessor.dataset(frame)
     pred, target, _ = predict_windows(loaded.model, dataset)
     assert target is not None
     quantiles = loaded.config.model.quantiles

@@ -1,0 +1,103 @@
+"""Every window of a run's bars read from its feature store entry (issue 41): `foxhunt
+evaluate` on the bars a run was trained from scores them from the memory-mapped entry
+instead of encoding the file in memory, so bars too large for memory are scored too.
+
+The entry is the one training used or would use (`store_key.key_material` of the run's data
+settings with the file and filters given), complete and prepared with the run's own
+preprocessing (its state equal but for the base volatility, which is computed here with the
+run's preprocessor as `Preprocessor.dataset` does). The windows are `Preprocessor.dataset`'s:
+every window of the bars, whatever its split, over the entry's scaled inputs, targets and
+ranges (float16 entries: the rounded inputs the run trained on). A URL store is read from
+this machine's cache of it only. Anything else (no entry, another code version, another
+preprocessor: a resumed run's) gives None, and the caller encodes the file in memory.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from foxhunt.data.config import DataConfig
+from foxhunt.data.dataset import WindowDataset
+from foxhunt.data.feature_store import read_entry
+from foxhunt.data.preprocess import Preprocessor
+from foxhunt.data.store_entry import REQUIRED
+from foxhunt.data.store_key import key_material, store_key
+from foxhunt.data.windows import index_windows
+from foxhunt.errors import DataError
+from foxhunt.storage.mirror import cache_folder, is_url
+from foxhunt.storage.staged import open_complete
+
+log = logging.getLogger("foxhunt.data")
+
+BLOCK_ROWS = 1 << 16  # rows of the inputs read at a time for their finite rows
+
+
+def stored_windows(config: DataConfig, preprocessor: Preprocessor) -> WindowDataset | None:
+    """Every window of `config`'s bars from a complete entry of `config.feature_store` made
+    with `preprocessor`'s preprocessing; None when there is no such entry."""
+    if config.feature_store is None or config.path is None:
+        return None
+    store = config.feature_store
+    root = cache_folder(store) if is_url(store) else Path(store).expanduser()
+    if not root.is_dir():
+        return None
+    key = store_key(key_material(config, None))
+    manifest = open_complete(root, key, REQUIRED)
+    if manifest is None:
+        return None
+    entry = root / key
+    saved = json.loads((entry / "preprocessor.json").read_text())
+    if _without_base(saved) != _without_base(_as_json(preprocessor.state_dict())):
+        log.info("feature store: %s was prepared with other preprocessing; not read", entry)
+        return None
+    dataset = _every_window(entry, manifest["metadata"], preprocessor)
+    log.info("feature store: every window read from %s (%d windows)", entry, len(dataset))
+    return dataset
+
+
+def _as_json(state: dict[str, object]) -> dict[str, object]:
+    return json.loads(json.dumps(state, default=str))  # tuples as lists, as saved
+
+
+def _without_base(state: dict[str, object]) -> dict[str, object]:
+    return {k: v for k, v in state.items() if k != "base"}
+
+
+def _every_window(entry: Path, meta: dict[str, Any], pre: Preprocessor) -> WindowDataset:
+    """`Preprocessor.dataset`'s windows over the entry's arrays."""
+    data = read_entry(entry, meta)
+    encoded, inputs = data.encoded, data.train.past_values
+    assert encoded is not None, "read_entry keeps the bars' returns, times and codes"
+    finite = np.isfinite(np.asarray(encoded.features.returns))
+    for lo in range(0, len(finite), BLOCK_ROWS):
+        block = np.asarray(inputs[lo : lo + BLOCK_ROWS])
+        finite[lo : lo + BLOCK_ROWS] &= np.isfinite(block).all(axis=1)
+    encoded = replace(encoded, finite=finite)
+    index = index_windows(
+        encoded.series_codes,
+        np.zeros(len(finite), dtype=np.int8),
+        pre.gap_times(encoded),
+        finite,
+        lookback=pre.lookback,
+        horizon=pre.horizon,
+        max_gap_ns=pre.max_gap_ns,
+    )
+    baseline = pre.baseline(encoded)
+    anchors = pre.ready_anchors({"all": index.anchors["train"]}, baseline)["all"]
+    if len(anchors) == 0:
+        raise DataError(
+            f"{entry}: no complete window of {pre.lookback} + {pre.horizon} bars without a "
+            f"gap over {pre.max_gap} after the rolling warm-up; use a longer file"
+        )
+    # the train windows' storage, with the run's base behind the scale and every anchor
+    dataset = copy.copy(data.train) if baseline is None else data.train.with_baseline(baseline)
+    dataset.anchors = torch.from_numpy(anchors.astype(np.int64))
+    return dataset
