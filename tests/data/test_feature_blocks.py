@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from test_feature_library import SMALL, TZ, fitted_spec, valid_bars
 
+from foxhunt.data import footprint
 from foxhunt.data.features import blocks, compute_features
 from foxhunt.data.features.bars import session_first_row, session_numbers
 from foxhunt.data.features.compute import library_blocks
@@ -123,3 +124,18 @@ def test_a_long_symbol_holds_a_block_not_its_rows(monkeypatch: pytest.MonkeyPatc
     blocked = peak()
     print(f"peak {blocked / 1e6:.1f} MB blocked, {whole / 1e6:.1f} MB whole")
     assert blocked < whole / 4, (blocked, whole)
+
+
+def test_the_streamed_memory_check_sizes_a_block_not_the_symbol(spec: FeatureSpec) -> None:
+    """footprint.check_symbol_fits: a 20 M-bar symbol needs a block's matrix, plus the cross
+    group's columns over every bar; a short one its whole matrix, as before."""
+    rows = 20_000_000
+    block = blocks.BLOCK_ROWS + blocks.WARMUPS * spec.warmup_bars + 2 * blocks.SESSION_ROWS
+    assert blocks.computed_rows(rows, spec.warmup_bars) == block
+    windows = next(len(w) for g, w in spec.observed_groups if g.cross)
+    cross = rows * (footprint.CROSS_ROW_BYTES + footprint.CROSS_WINDOW_BYTES * windows)
+    assert footprint.symbol_bytes(rows, spec) == footprint.matrix_bytes(block, spec) + cross
+    assert footprint.matrix_bytes(block, spec) < footprint.matrix_bytes(rows, spec) / 50
+    assert footprint.symbol_bytes(1000, spec) == footprint.matrix_bytes(1000, spec) + 1000 * (
+        footprint.CROSS_ROW_BYTES + footprint.CROSS_WINDOW_BYTES * windows
+    )
