@@ -44,6 +44,14 @@ class TFTBatch:
         }
         return replace(self, **moved)
 
+    def pin_memory(self) -> TFTBatch:
+        """Every tensor in page-locked memory: what a DataLoader with `pin_memory=True` calls
+        in its pinning thread, so that `to(cuda, non_blocking=True)` copies asynchronously."""
+        pinned = {
+            f.name: v.pin_memory() for f in fields(self) if (v := getattr(self, f.name)) is not None
+        }
+        return replace(self, **pinned)
+
     def slice(self, start: int, stop: int) -> TFTBatch:
         """Rows [start, stop) of every tensor: micro-batches for gradient accumulation."""
         parts = {

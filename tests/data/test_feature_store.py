@@ -23,7 +23,7 @@ from torch.utils.data import BatchSampler, DataLoader, SequentialSampler
 import foxhunt
 from foxhunt.data import DataConfig, PreparedData, prepare_data
 from foxhunt.data import feature_store as store_module
-from foxhunt.data.dataset import collate_windows
+from foxhunt.data.dataset import collate_windows, make_loader
 from foxhunt.data.pipeline import prepare_in_memory
 from foxhunt.data.rebase import base_rows
 from foxhunt.data.windows import SPLITS
@@ -144,6 +144,42 @@ def test_spawned_dataloader_workers_read_the_stored_windows(tmp_path: Path) -> N
             assert (u is None) == (v is None) and (u is None or torch.equal(u, v)), name
         count += 1
     assert count == len(batches) > 1
+
+
+def test_pinned_batches_go_through_the_loaders_pinning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a DataLoader with pin_memory=True does to each batch in its pinning thread
+    (torch.utils.data._utils.pin_memory) reaches every tensor of a TFTBatch; on CPU the
+    page-locking itself is stood in for (the real one: the gpu test below)."""
+    from torch.utils.data._utils.pin_memory import pin_memory
+
+    stored = prepare_data(config(tmp_path)).train
+    batch = stored.__getitems__(list(range(8)))
+    pinned_ids: list[int] = []
+
+    def fake_pin(tensor: torch.Tensor, *args: object, **kwargs: object) -> torch.Tensor:
+        out = tensor.clone()
+        pinned_ids.append(id(out))
+        return out
+
+    monkeypatch.setattr(torch.Tensor, "pin_memory", fake_pin)
+    out = pin_memory(batch)
+    tensors = [(f.name, getattr(out, f.name)) for f in dataclasses.fields(out)]
+    present = [(name, t) for name, t in tensors if t is not None]
+    assert len(present) >= 5 and all(id(t) in pinned_ids for _, t in present), present
+    assert all(torch.equal(t, getattr(batch, name)) for name, t in present)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_cuda_loader_hands_over_pinned_batches(tmp_path: Path) -> None:
+    stored = prepare_data(config(tmp_path)).train
+    batches = BatchSampler(SequentialSampler(range(len(stored))), 64, drop_last=False)
+    loader = make_loader(stored, batch_sampler=batches, pin_memory=True)
+    batch = next(iter(loader))
+    assert batch.past.is_pinned() and batch.future.is_pinned()
+    assert batch.to("cuda", non_blocking=True).past.is_cuda
 
 
 def test_a_second_run_reuses_the_store(

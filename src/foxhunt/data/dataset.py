@@ -218,6 +218,7 @@ def make_loader(
     sampler: Sampler[int] | None = None,
     batch_sampler: Sampler[list[int]] | None = None,
     num_workers: int = 0,
+    pin_memory: bool = False,
 ) -> DataLoader[TFTBatch]:
     """Batches of windows; each batch is one `__getitems__` call. The one loader factory.
 
@@ -226,6 +227,8 @@ def make_loader(
     `sampler` of window indices (e.g. DistributedSampler) replaces the built-in
     random/sequential order; it is still grouped into `batch_size` batches. A
     `batch_sampler` (the trainer's resumable EpochBatchSampler) replaces all of that.
+    `pin_memory` (training on CUDA) hands each batch over in page-locked memory
+    (`TFTBatch.pin_memory`), which the trainer then copies to the device asynchronously.
     """
     generator = torch.Generator().manual_seed(seed)
     if sampler is None:
@@ -241,4 +244,5 @@ def make_loader(
         num_workers=num_workers,
         generator=generator,
         persistent_workers=num_workers > 0,
+        pin_memory=pin_memory,
     )

@@ -234,7 +234,10 @@ class Trainer:
         state = self.state
         self.sampler.set_position(state.epoch, state.batch_in_epoch)
         loader = make_loader(
-            self.train_set, batch_sampler=self.sampler, num_workers=self.config.num_workers
+            self.train_set,
+            batch_sampler=self.sampler,
+            num_workers=self.config.num_workers,
+            pin_memory=self.device.type == "cuda",  # then copied with non_blocking=True
         )
         limit = self.config.max_steps_per_epoch or len(self.sampler)
         total = min(limit, len(self.sampler)) - state.batch_in_epoch
