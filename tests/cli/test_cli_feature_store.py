@@ -154,23 +154,26 @@ def test_a_store_url_through_the_flag_then_a_yaml_file(
     assert all((first[k] == second[k]).all() for k in first)
 
 
-def test_evaluate_reads_every_window_from_the_runs_store(
+def test_evaluate_and_predict_read_the_runs_store(
     tmp_path: Path,
     bars_file: Path,
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A run trained from a store is evaluated on its bars from the entry, with no feature
-    computed and whatever the memory; the metrics and forecasts are those of the file
-    encoded in memory, bit for bit."""
+    """A run trained from a store is evaluated on its bars and forecasts from them through
+    the entry, with no feature computed and whatever the memory: the metrics, the forecasts
+    and the predictions are those of the file encoded in memory, bit for bit."""
     store, run = tmp_path / "store", tmp_path / "run"
     assert train(bars_file, run, "--feature-store", str(store)) == 0
+    bars = ["--parquet-file", str(bars_file)]
 
-    def evaluate(name: str) -> tuple[str, pd.DataFrame]:
+    def evaluate_and_predict(name: str) -> tuple[str, pd.DataFrame, str]:
         json_file, forecasts = tmp_path / f"{name}.json", tmp_path / f"{name}.parquet"
-        argv = ["evaluate", str(run), "--parquet-file", str(bars_file)]
-        assert main([*argv, "--json", str(json_file), "--forecasts", str(forecasts)]) == 0
-        return json_file.read_text(), pd.read_parquet(forecasts)
+        outputs = ["--json", str(json_file), "--forecasts", str(forecasts)]
+        assert main(["evaluate", str(run), *bars, *outputs]) == 0
+        predicted = tmp_path / f"{name}.csv"
+        assert main(["predict", str(run), *bars, "--output", str(predicted)]) == 0
+        return json_file.read_text(), pd.read_parquet(forecasts), predicted.read_text()
 
     def never(*args: object, **kwargs: object) -> None:
         raise AssertionError("the features were computed")
@@ -181,12 +184,14 @@ def test_evaluate_reads_every_window_from_the_runs_store(
         with caplog.at_level(logging.INFO, logger="foxhunt.data"), monkeypatch.context() as m:
             m.setattr(footprint, "available_bytes", lambda: 100_000)  # too large in memory
             m.setattr("foxhunt.data.encoded.compute_features", never)
-            stored = evaluate("stored")
+            stored = evaluate_and_predict("stored")
             assert f"every window read from {store}/" in caplog.text
+            assert f"the latest windows read from {store}/" in caplog.text
     finally:
         logger.removeHandler(caplog.handler)
     store.rename(tmp_path / "elsewhere")  # no entry: the file is encoded in memory
-    memory = evaluate("memory")
+    memory = evaluate_and_predict("memory")
     assert stored[0] == memory[0]
     pd.testing.assert_frame_equal(stored[1], memory[1])
+    assert stored[2] == memory[2] and len(memory[2].splitlines()) > 2
     assert len(memory[1]) > 0

@@ -24,8 +24,12 @@ import foxhunt
 from foxhunt.data import DataConfig, PreparedData, prepare_data
 from foxhunt.data import feature_store as store_module
 from foxhunt.data.dataset import collate_windows, make_loader
+from foxhunt.data.instruments import generate_instruments
+from foxhunt.data.latest import latest_windows
 from foxhunt.data.pipeline import prepare_in_memory
 from foxhunt.data.rebase import base_rows
+from foxhunt.data.sources import read_source
+from foxhunt.data.stored_windows import stored_latest, stored_windows
 from foxhunt.data.windows import SPLITS
 from foxhunt.errors import ConfigError, FoxhuntError
 from foxhunt.storage import checked, staged
@@ -180,6 +184,36 @@ def test_a_cuda_loader_hands_over_pinned_batches(tmp_path: Path) -> None:
     batch = next(iter(loader))
     assert batch.past.is_pinned() and batch.future.is_pinned()
     assert batch.to("cuda", non_blocking=True).past.is_cuda
+
+
+def test_evaluate_and_predict_windows_from_the_store_equal_the_encoded_ones(
+    tmp_path: Path,
+) -> None:
+    """data/stored_windows.py: every window of the bars, and each symbol's latest one, read
+    from the run's entry are those `Preprocessor.dataset` and `latest_windows` encode from
+    the file, every tensor bit for bit; another preprocessor's entry is not read."""
+    bars = tmp_path / "bars.parquet"
+    generate_instruments(days=8, seed=5, symbols=("ES", "NQ"), bar_minutes=5).to_parquet(bars)
+    setting = config(tmp_path / "store", bars)
+    pre = prepare_data(setting).preprocessor
+    frame = read_source(bars, timezone=pre.timezone)
+    stored, encoded = stored_windows(setting, pre), pre.dataset(frame.copy())
+    assert stored is not None and len(stored) == len(encoded) > 0
+    everything = list(range(len(encoded)))
+    x, y = stored.__getitems__(everything), encoded.__getitems__(everything)
+    for field in (*FIELDS, "vol_signal", "target_range"):
+        u, v = getattr(x, field), getattr(y, field)
+        assert (u is None) == (v is None), field
+        assert u is None or torch.equal(u.view(torch.uint8), v.view(torch.uint8)), field
+    latest, memory = stored_latest(setting, pre, None), latest_windows(pre, frame.copy())
+    assert latest is not None and latest.symbols == memory.symbols == ("ES", "NQ")
+    assert latest.last_timestamps.equals(memory.last_timestamps)
+    for field in FIELDS:
+        u, v = getattr(latest.batch, field), getattr(memory.batch, field)
+        assert (u is None) == (v is None), field
+        assert u is None or torch.equal(u.view(torch.uint8), v.view(torch.uint8)), field
+    other = dataclasses.replace(pre, lookback=pre.lookback + 1)
+    assert stored_windows(setting, other) is None and stored_latest(setting, other, None) is None
 
 
 def test_a_second_run_reuses_the_store(

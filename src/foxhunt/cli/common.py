@@ -11,10 +11,21 @@ from foxhunt.errors import ConfigError, UsageError
 if TYPE_CHECKING:  # the readers are imported where used: registering the flags needs none
     import pandas as pd
 
+    from foxhunt.data.config import DataConfig
+
 #: the spellings of `DataConfig.path`, as every command has had them
 DATA_FILE = ("--parquet-file", "--csv-file", "--data-file")
 #: `DataConfig`'s fields that say which bars of a file to read
 READ_FIELDS = ("path", "timezone", "timestamp_column", "start", "end", "symbols")
+
+
+def run_data(run: DataConfig, given: DataConfig) -> DataConfig:
+    """A saved run's data settings with the bars a command was given (``READ_FIELDS``; a
+    timezone not given is the run's): the feature store key of those bars under the run."""
+    from dataclasses import replace
+
+    fields = {name: getattr(given, name) for name in READ_FIELDS}
+    return replace(run, **{k: v for k, v in fields.items() if k != "timezone" or v is not None})
 
 
 def data_section(*names: str) -> Section:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from foxhunt.cli.common import READ_FIELDS, data_section, read_frame
+from foxhunt.cli.common import READ_FIELDS, data_section, read_frame, run_data
 from foxhunt.cli.generated import Section
 from foxhunt.cli.resolve import Command, add_command, generated_command, resolve
 from foxhunt.config_fields import setting
@@ -64,11 +64,7 @@ def run(line: argparse.Namespace) -> int:
             raise ConfigError(f"--forecasts {args.forecasts}: name a .parquet file (Parquet)")
     loaded = load_run(args.run_dir)
     # the run's feature store entry of these bars, if it has one (data/stored_windows.py)
-    given = {name: getattr(args.data, name) for name in READ_FIELDS}
-    reading = {
-        k: v for k, v in given.items() if k != "timezone" or v is not None
-    }  # None: the run's
-    dataset = stored_windows(replace(loaded.config.data, **reading), loaded.preprocessor)
+    dataset = stored_windows(run_data(loaded.config.data, args.data), loaded.preprocessor)
     if dataset is None:  # encoded in memory
         frame = read_frame(args.data, loaded.preprocessor.timezone)
         check_spacing(frame, loaded.preprocessor.bar_spacing, str(args.data.path))

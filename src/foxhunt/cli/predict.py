@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from foxhunt.cli.common import READ_FIELDS, data_section, read_frame
+from foxhunt.cli.common import READ_FIELDS, data_section, read_frame, run_data
 from foxhunt.cli.generated import Section
 from foxhunt.cli.resolve import Command, add_command, generated_command, resolve
 from foxhunt.config_fields import setting
@@ -15,6 +15,7 @@ from foxhunt.config_fields import setting
 if TYPE_CHECKING:  # the forecast's modules are imported where used: --help needs none
     import pandas as pd
 
+    from foxhunt.data.latest import LatestWindows
     from foxhunt.runs import LoadedRun
 
 
@@ -49,17 +50,13 @@ def register(sub: Any) -> None:
     add_command(sub, "predict", "forecast the next bars after the end of a file", run)
 
 
-def forecast_table(
-    loaded: LoadedRun, frame: pd.DataFrame, future: pd.DataFrame | None = None
-) -> pd.DataFrame:
+def forecast_table(loaded: LoadedRun, latest: LatestWindows) -> pd.DataFrame:
     """One row per symbol and forecast step: quantiles of the log return in basis points."""
     import pandas as pd
     import torch
 
-    from foxhunt.data import latest_windows
     from foxhunt.task import bp_per_unit, check_coherent
 
-    latest = latest_windows(loaded.preprocessor, frame, future)
     with torch.no_grad():
         out = loaded.model(latest.batch)
     quantiles = out.quantiles.numpy() * bp_per_unit(loaded.preprocessor)
@@ -82,8 +79,10 @@ def forecast_table(
 def run(line: argparse.Namespace) -> int:
     args = resolve(command(), line.argv)[1]
     # imported once the line is parsed: --help needs none of them
+    from foxhunt.data import latest_windows
     from foxhunt.data.io import read_normalized
     from foxhunt.data.spacing import check_spacing
+    from foxhunt.data.stored_windows import stored_latest
     from foxhunt.runs import check_output_file
     from foxhunt.serving import load_run
     from foxhunt.storage import atomic_write_bytes
@@ -92,13 +91,17 @@ def run(line: argparse.Namespace) -> int:
         check_output_file(args.output, "--output")
     loaded = load_run(args.run_dir)  # once: an int8 export builds its model as it loads
     timezone = loaded.preprocessor.timezone
-    frame = read_frame(args.data, timezone)
-    # 1-minute bars into a 5-minute model once forecast silently at 5-minute steps
-    check_spacing(frame, loaded.preprocessor.bar_spacing, str(args.data.path))
     future = None
     if args.future_file is not None:
         future = read_normalized(args.future_file, timezone=args.data.timezone or timezone)
-    table = forecast_table(loaded, frame, future)
+    # the run's feature store entry of these bars, if it has one (data/stored_windows.py)
+    latest = stored_latest(run_data(loaded.config.data, args.data), loaded.preprocessor, future)
+    if latest is None:  # encoded in memory
+        frame = read_frame(args.data, timezone)
+        # 1-minute bars into a 5-minute model once forecast silently at 5-minute steps
+        check_spacing(frame, loaded.preprocessor.bar_spacing, str(args.data.path))
+        latest = latest_windows(loaded.preprocessor, frame, future)
+    table = forecast_table(loaded, latest)
     print(table.to_string(index=False))
     calendar = loaded.preprocessor.spec.calendar
     if isinstance(calendar, tuple):  # per symbol; a symbol not listed has none

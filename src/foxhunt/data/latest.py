@@ -4,6 +4,7 @@ next H bars, transformed by a run's fitted `Preprocessor` exactly as training di
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,12 +54,33 @@ def latest_windows(
     source = str(frame.attrs.get("source", "the bars frame"))
     check_matrix_fits(len(frame), pre.spec, source=source, store=None, reading="predict")
     encoded = pre.encode(frame, min_rows=pre.lookback)
+
+    def scaled(rows: np.ndarray) -> np.ndarray:
+        return pre.scaler.transform(encoded.features.inputs[rows], codes=encoded.symbol_codes[rows])
+
+    return latest_of(pre, encoded, future, scaled)
+
+
+def latest_rows(encoded: EncodedFrame, lookback: int) -> np.ndarray:
+    """[B, L] the rows of each symbol's latest `lookback` bars."""
     ends = np.flatnonzero(np.append(series_starts(encoded.symbol_codes)[1:], True))  # [B]
-    rows = ends[:, None] + np.arange(-pre.lookback + 1, 1)  # [B, L]
+    return ends[:, None] + np.arange(-lookback + 1, 1)
+
+
+def latest_of(
+    pre: Preprocessor,
+    encoded: EncodedFrame,
+    future: pd.DataFrame | None,
+    scaled: Callable[[np.ndarray], np.ndarray],
+) -> LatestWindows:
+    """`latest_windows` of bars already encoded; `scaled(rows)` [B, L, P] the scaled inputs
+    of rows [B, L] (computed here, or read from a feature store: data/stored_windows.py)."""
+    rows = latest_rows(encoded, pre.lookback)
+    ends = rows[:, -1]
     baseline = pre.baseline(encoded)
     _check_latest(pre, encoded, rows, baseline)
     future_inputs, future_times = _future_known(pre, encoded, ends, future)
-    past = pre.scaler.transform(encoded.features.inputs[rows], codes=encoded.symbol_codes[rows])
+    past = scaled(rows)
     scale = signal = None
     if baseline is not None and baseline.signal is not None:
         signal = torch.from_numpy(baseline.signal[ends][:, None].astype(np.float32))
