@@ -68,12 +68,15 @@ def test_a_streamed_entry_equals_the_in_memory_preparation_bit_for_bit(
     assert memory.preprocessor.spec.dropped  # a constant input was found and dropped alike
 
 
+@pytest.mark.parametrize("block", [600, 800])
 def test_symbols_computed_in_row_blocks_stream_bit_for_bit(
-    bars: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    bars: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int
 ) -> None:
     """Symbols longer than a block (features/blocks.py) are cut alike in memory and
-    streamed, the cross group computed beside the blocks: the same entry."""
-    monkeypatch.setattr(blocks_module, "BLOCK_ROWS", 200)  # 3 days of 5-minute bars: 828
+    streamed, the cross group computed beside the blocks: the same entry. At 800 rows the
+    last symbol is computed whole beside two cut in two."""
+    monkeypatch.setattr(blocks_module, "BLOCK_ROWS", block)  # 3 days of 5-minute bars: 828
+    monkeypatch.setattr(blocks_module, "WARMUPS", 1)  # prefixes of 1-2 sessions (276 rows)
     plans: list[int] = []
     plan = blocks_module.plan_blocks
     monkeypatch.setattr(
@@ -83,7 +86,8 @@ def test_symbols_computed_in_row_blocks_stream_bit_for_bit(
     groups = (*GROUPS, "cross:1/3")
     memory = prepare_in_memory(config(bars, None, feature_groups=groups))
     stored = prepare_data(config(bars, tmp_path, feature_groups=groups))
-    assert plans[0] == sum(plans[1:]) and min(plans[1:]) > 1  # in memory, then each symbol
+    assert plans[0] == sum(plans[1:]) and max(plans[1:]) > 1  # in memory, then each symbol
+    assert (min(plans[1:]) == 1) == (block == 800)  # a whole symbol beside cut ones
     assert_same_windows(memory, stored)
 
 
@@ -183,12 +187,27 @@ def test_a_float16_store_refuses_a_value_beyond_its_range() -> None:
     assert stored_block(block, "float32") is block
 
 
-def test_contract_series_stream_bit_for_bit(tmp_path: Path) -> None:
+@pytest.mark.parametrize("block", [None, 1000])
+def test_contract_series_stream_bit_for_bit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int | None
+) -> None:
+    """With `block`, the symbol is cut in row blocks across its contracts' series."""
+    plans: list[int] = []
+    if block is not None:
+        monkeypatch.setattr(blocks_module, "BLOCK_ROWS", block)
+        plan = blocks_module.plan_blocks
+        monkeypatch.setattr(
+            "foxhunt.data.features.compute.plan_blocks",
+            lambda *a, **k: plans.append(len(plan(*a, **k))) or plan(*a, **k),
+        )
     bars = write_contract_files(tmp_path)["contracts"]  # one symbol, two overlapping contracts
-    groups = ("returns:3/12", "realized:3/12", "expiry")
+    groups = ("returns:3/12", "realized:3/12", "location", "expiry")
     settings = {"feature_groups": groups, "max_gap": None}  # a series per contract
     memory = prepare_in_memory(config(bars, None, **settings))
     stored = prepare_data(config(bars, tmp_path / "store", **settings))
+    assert block is None or (
+        plans == [plans[0]] * 2 and plans[0] > 4
+    )  # cut, in memory and streamed
     assert_same_windows(memory, stored)
     (entry,) = entries(tmp_path / "store")
     assert json.loads((entry / "manifest.json").read_text())["metadata"]["streamed"] is True

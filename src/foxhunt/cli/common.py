@@ -3,6 +3,8 @@ fields, as `foxhunt train` has them) and reading the file they name."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from foxhunt.cli.generated import Section
@@ -19,11 +21,15 @@ DATA_FILE = ("--parquet-file", "--csv-file", "--data-file")
 READ_FIELDS = ("path", "timezone", "timestamp_column", "start", "end", "symbols")
 
 
-def run_data(run: DataConfig, given: DataConfig) -> DataConfig:
+def run_store_data(run: DataConfig, given: DataConfig) -> DataConfig | None:
     """A saved run's data settings with the bars a command was given (``READ_FIELDS``; a
-    timezone not given is the run's): the feature store key of those bars under the run."""
-    from dataclasses import replace
-
+    timezone not given is the run's): the feature store key of those bars under the run.
+    None when the run has no store or the file is not the one it was trained from (then
+    nothing is hashed: new bars are the usual case for `predict`)."""
+    if run.feature_store is None or run.path is None or given.path is None:
+        return None
+    if Path(given.path).resolve() != Path(run.path).resolve():
+        return None
     fields = {name: getattr(given, name) for name in READ_FIELDS}
     return replace(run, **{k: v for k, v in fields.items() if k != "timezone" or v is not None})
 

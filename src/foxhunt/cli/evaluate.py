@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from foxhunt.cli.common import READ_FIELDS, data_section, read_frame, run_data
+from foxhunt.cli.common import READ_FIELDS, data_section, read_frame, run_store_data
 from foxhunt.cli.generated import Section
 from foxhunt.cli.resolve import Command, add_command, generated_command, resolve
 from foxhunt.config_fields import setting
@@ -64,7 +64,8 @@ def run(line: argparse.Namespace) -> int:
             raise ConfigError(f"--forecasts {args.forecasts}: name a .parquet file (Parquet)")
     loaded = load_run(args.run_dir)
     # the run's feature store entry of these bars, if it has one (data/stored_windows.py)
-    dataset = stored_windows(run_data(loaded.config.data, args.data), loaded.preprocessor)
+    stored = run_store_data(loaded.config.data, args.data)
+    dataset = None if stored is None else stored_windows(stored, loaded.preprocessor)
     if dataset is None:  # encoded in memory
         frame = read_frame(args.data, loaded.preprocessor.timezone)
         check_spacing(frame, loaded.preprocessor.bar_spacing, str(args.data.path))

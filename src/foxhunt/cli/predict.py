@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from foxhunt.cli.common import READ_FIELDS, data_section, read_frame, run_data
+from foxhunt.cli.common import READ_FIELDS, data_section, read_frame, run_store_data
 from foxhunt.cli.generated import Section
 from foxhunt.cli.resolve import Command, add_command, generated_command, resolve
 from foxhunt.config_fields import setting
@@ -95,7 +95,8 @@ def run(line: argparse.Namespace) -> int:
     if args.future_file is not None:
         future = read_normalized(args.future_file, timezone=args.data.timezone or timezone)
     # the run's feature store entry of these bars, if it has one (data/stored_windows.py)
-    latest = stored_latest(run_data(loaded.config.data, args.data), loaded.preprocessor, future)
+    stored = run_store_data(loaded.config.data, args.data)
+    latest = None if stored is None else stored_latest(stored, loaded.preprocessor, future)
     if latest is None:  # encoded in memory
         frame = read_frame(args.data, timezone)
         # 1-minute bars into a 5-minute model once forecast silently at 5-minute steps

@@ -8,7 +8,6 @@ from pathlib import Path
 import psutil
 
 from foxhunt.data.features import FeatureSpec
-from foxhunt.data.features.blocks import computed_rows
 from foxhunt.errors import DataError
 
 #: bytes per bar beside the matrix while the features are computed (returns, times, codes,
@@ -82,29 +81,31 @@ def check_matrix_fits(
     )
 
 
-def check_symbol_fits(longest: int, spec: FeatureSpec, *, source: str, workers: int = 1) -> None:
+def check_symbol_fits(
+    longest: int, spec: FeatureSpec, *, computed: int, source: str, workers: int = 1
+) -> None:
     """DataError (exit 2) before the features are computed when a store prepared a symbol at
-    a time will not fit: a block of the `longest` symbol's matrix (in each of `workers`
-    processes; features/blocks.py) beside its vectors (nothing of the other symbols is
-    held)."""
-    need = workers * symbol_bytes(longest, spec) + longest * STREAMED_ROW_BYTES
+    a time will not fit: the largest block of rows computed at once (`computed`, in each of
+    `workers` processes; features/blocks.py) beside the `longest` symbol's vectors (nothing of
+    the other symbols is held)."""
+    need = workers * symbol_bytes(longest, computed, spec) + longest * STREAMED_ROW_BYTES
     available = available_bytes()
     if need <= available:
         return
     inputs = len(spec.observed_names) + len(spec.known_names)
     raise DataError(
         f"{source}: preparing the feature store a symbol at a time needs about "
-        f"{need / 1e9:.1f} GB of memory (the longest symbol's {longest:,} bars x {inputs} "
-        f"inputs) and {available / 1e9:.1f} GB is available; "
-        "prepare it on a machine with that memory (a run with the same bars reuses it), or "
-        "use fewer bars (--start, --end, --symbols) or inputs (--feature-groups)"
+        f"{need / 1e9:.1f} GB of memory ({computed:,} bars x {inputs} inputs computed at "
+        f"once, beside the longest symbol's {longest:,} bars) and {available / 1e9:.1f} GB is "
+        "available; prepare it on a machine with that memory (a run with the same bars reuses "
+        "it), or use fewer bars (--start, --end, --symbols) or inputs (--feature-groups)"
     )
 
 
-def symbol_bytes(rows: int, spec: FeatureSpec) -> int:
-    """Bytes one symbol of `rows` bars needs while its features are computed: a block's
-    matrix (features/blocks.py) and, with the cross group, that group over all its rows."""
-    block = computed_rows(rows, spec.warmup_bars)
+def symbol_bytes(rows: int, computed: int, spec: FeatureSpec) -> int:
+    """Bytes one symbol of `rows` bars needs while its features are computed, `computed` rows
+    at a time (features/blocks.py): that block's matrix and, with the cross group, that
+    group over all its rows."""
     windows = next((len(w) for g, w in spec.observed_groups if g.cross), None)
     cross = 0 if windows is None else rows * (CROSS_ROW_BYTES + CROSS_WINDOW_BYTES * windows)
-    return matrix_bytes(block, spec) + cross
+    return matrix_bytes(computed, spec) + cross

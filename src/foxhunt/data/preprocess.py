@@ -215,24 +215,31 @@ class Preprocessor:
         source = str(frame.attrs.get("source", "the bars frame"))
         check_matrix_fits(len(frame), self.spec, source=source, store=None, reading="evaluate")
         encoded = self.encode(frame, min_rows=self.lookback + self.horizon)
+        baseline = self.baseline(encoded)  # once: the rolling volatilities are the cost here
+        anchors = {"all": self.every_anchor(encoded, baseline)}
+        return self.windows(encoded, anchors, baseline, consume=True)["all"]
+
+    def every_anchor(self, encoded: EncodedFrame, baseline: BaselineRows | None) -> np.ndarray:
+        """The anchor of every valid window of `encoded`'s bars, whatever its split, past the
+        base volatility's warm-up (`baseline`: `self.baseline(encoded)`); a DataError naming
+        the bars when there is none."""
         index = index_windows(
             encoded.series_codes,
-            np.zeros(len(encoded.times_ns), dtype=np.int8),
+            np.zeros(len(encoded.finite), dtype=np.int8),
             self.gap_times(encoded),
             encoded.finite,
             lookback=self.lookback,
             horizon=self.horizon,
             max_gap_ns=self.max_gap_ns,
         )
-        baseline = self.baseline(encoded)  # once: the rolling volatilities are the cost here
-        anchors = self.ready_anchors({"all": index.anchors["train"]}, baseline)
-        if len(anchors["all"]) == 0:
+        anchors = self.ready_anchors({"all": index.anchors["train"]}, baseline)["all"]
+        if len(anchors) == 0:
             raise DataError(
                 f"{encoded.frame.attrs.get('source')}: no complete window of "
                 f"{self.lookback} + {self.horizon} bars without a gap over {self.max_gap} after "
                 "the rolling warm-up; use a longer file"
             )
-        return self.windows(encoded, anchors, baseline, consume=True)["all"]
+        return anchors
 
     # --- persistence ------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

@@ -10,8 +10,7 @@ run's preprocessor as `Preprocessor.dataset` does). The windows are `Preprocesso
 every window of the bars, whatever its split, over the entry's scaled inputs, targets and
 ranges (float16 entries: the rounded inputs the run trained on); the latest windows are
 `latest_windows`' (not when the known inputs read each bar's contract, which the entry does
-not keep). A URL store is read from
-this machine's cache of it only. Anything else (no entry, another code version, another
+not keep). A URL store is read from this machine's cache of it only. Anything else (no entry, another code version, another
 preprocessor: a resumed run's) gives None, and the caller encodes the file in memory.
 """
 
@@ -31,13 +30,13 @@ import torch
 
 from foxhunt.data.config import DataConfig
 from foxhunt.data.dataset import WindowDataset
+from foxhunt.data.encoded import EncodedFrame
 from foxhunt.data.feature_store import read_entry
 from foxhunt.data.latest import LatestWindows, latest_of, latest_rows
+from foxhunt.data.pipeline import PreparedData
 from foxhunt.data.preprocess import Preprocessor
 from foxhunt.data.store_entry import REQUIRED
 from foxhunt.data.store_key import key_material, store_key
-from foxhunt.data.windows import index_windows
-from foxhunt.errors import DataError
 from foxhunt.storage.mirror import cache_folder, is_url
 from foxhunt.storage.staged import open_complete
 
@@ -53,7 +52,7 @@ def stored_windows(config: DataConfig, preprocessor: Preprocessor) -> WindowData
     if found is None:
         return None
     entry, meta = found
-    dataset = _every_window(entry, meta, preprocessor)
+    dataset = _every_window(entry, meta, preprocessor, str(config.path))
     log.info("feature store: every window read from %s (%d windows)", entry, len(dataset))
     return dataset
 
@@ -71,8 +70,7 @@ def stored_latest(
         return None
     entry, meta = found
     data = read_entry(entry, meta)
-    encoded, inputs = data.encoded, data.train.past_values
-    assert encoded is not None, "read_entry keeps the bars' returns, times and codes"
+    encoded, inputs = _stored_bars(data, str(config.path)), data.train.past_values
     rows = latest_rows(encoded, preprocessor.lookback)
     finite = np.isfinite(np.asarray(encoded.features.returns))
     finite[rows] &= np.isfinite(_rows(inputs, rows)).all(axis=-1)  # only the rows read
@@ -118,33 +116,27 @@ def _without_base(state: dict[str, object]) -> dict[str, object]:
     return {k: v for k, v in state.items() if k != "base"}
 
 
-def _every_window(entry: Path, meta: dict[str, Any], pre: Preprocessor) -> WindowDataset:
+def _every_window(
+    entry: Path, meta: dict[str, Any], pre: Preprocessor, source: str
+) -> WindowDataset:
     """`Preprocessor.dataset`'s windows over the entry's arrays."""
     data = read_entry(entry, meta)
-    encoded, inputs = data.encoded, data.train.past_values
-    assert encoded is not None, "read_entry keeps the bars' returns, times and codes"
+    encoded, inputs = _stored_bars(data, source), data.train.past_values
     finite = np.isfinite(np.asarray(encoded.features.returns))
     for lo in range(0, len(finite), BLOCK_ROWS):
         block = np.asarray(inputs[lo : lo + BLOCK_ROWS])
         finite[lo : lo + BLOCK_ROWS] &= np.isfinite(block).all(axis=1)
     encoded = replace(encoded, finite=finite)
-    index = index_windows(
-        encoded.series_codes,
-        np.zeros(len(finite), dtype=np.int8),
-        pre.gap_times(encoded),
-        finite,
-        lookback=pre.lookback,
-        horizon=pre.horizon,
-        max_gap_ns=pre.max_gap_ns,
-    )
     baseline = pre.baseline(encoded)
-    anchors = pre.ready_anchors({"all": index.anchors["train"]}, baseline)["all"]
-    if len(anchors) == 0:
-        raise DataError(
-            f"{entry}: no complete window of {pre.lookback} + {pre.horizon} bars without a "
-            f"gap over {pre.max_gap} after the rolling warm-up; use a longer file"
-        )
+    anchors = pre.every_anchor(encoded, baseline)
     # the train windows' storage, with the run's base behind the scale and every anchor
     dataset = copy.copy(data.train) if baseline is None else data.train.with_baseline(baseline)
     dataset.anchors = torch.from_numpy(anchors.astype(np.int64))
     return dataset
+
+
+def _stored_bars(data: PreparedData, source: str) -> EncodedFrame:
+    """The entry's returns, times and codes, named as the bars file for error messages."""
+    assert data.encoded is not None, "read_entry keeps the bars' returns, times and codes"
+    data.encoded.frame.attrs["source"] = source
+    return data.encoded

@@ -46,6 +46,8 @@ import numpy as np
 
 from foxhunt.data.config import DataConfig
 from foxhunt.data.features import FeatureSpec, parse_groups
+from foxhunt.data.features import blocks as feature_blocks
+from foxhunt.data.features.blocks import computed_rows
 from foxhunt.data.features.fitting import constant_names
 from foxhunt.data.fit import resolve_max_gap
 from foxhunt.data.footprint import check_symbol_fits
@@ -128,7 +130,8 @@ def write_streamed(
     ranges = bars.ranges
     longest = max(stop - first for first, stop in ranges)
     workers = min(config.prepare_workers, len(ranges))
-    check_symbol_fits(longest, bars.spec, source=bars.source, workers=workers)
+    computed = max(_computed_rows(bars, code) for code in range(len(ranges)))
+    check_symbol_fits(longest, bars.spec, computed=computed, source=bars.source, workers=workers)
     raw = Scratch(stage, ranges[-1][1], len(_all_names(bars.spec)))
     spec, files = _encode(raw, bars, config, compute)
     keep = np.asarray([n not in spec.dropped for n in _all_names(spec)])
@@ -160,6 +163,17 @@ def write_streamed(
     times = bars.times(np.zeros(0, np.int64))
     width = len(pre.schema.past_names)
     return entry_metadata(stage, times, symbols, rows=rows, width=width, pre=pre)
+
+
+def _computed_rows(bars: SymbolBars, code: int) -> int:
+    """The most rows of symbol `code` whose features are computed at once (its blocks)."""
+    first, stop = bars.ranges[code]
+    if stop - first <= feature_blocks.BLOCK_ROWS:  # computed whole: nothing to read
+        return stop - first
+    with np.load(bars.vectors[code]) as saved:
+        series, times_ns = saved["series"], saved["times_ns"]
+    spec = bars.spec
+    return computed_rows(series, times_ns, spec.session_gap_ns, spec.warmup_bars)
 
 
 def _sized(counts: dict[str, int]) -> dict[str, np.ndarray]:

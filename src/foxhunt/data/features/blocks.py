@@ -6,17 +6,20 @@ computed from a prefix of earlier rows that it then drops: at least `WARMUPS` ti
 longest warm-up of the inputs, widened back to the first row of the session before the one
 that reaches. So every rolling window and every session statistic (since the session's
 open, the previous session's close) of a kept row sees the rows it reads, and an EWM has
-forgotten all but e^-WARMUPS of what precedes the prefix. The groups' rolling sums are
-differences of cumulative sums taken from the prefix, and pandas' rolling std and EWMs
-start there, so a blocked symbol's inputs round differently from one unblocked
-computation of it (measured in tests/data/test_feature_blocks.py: a few float32 units).
+forgotten all but e^-WARMUPS of what precedes the prefix. A block whose prefix reaches back
+past the previous block's first row is merged into it: bars without session breaks (a
+24-hour market) are then one computation, the whole symbol as before, never a quadratic
+sum of ever longer prefixes. The groups' rolling sums are differences of cumulative sums
+taken from the prefix, and pandas' rolling std and EWMs start there, so a blocked symbol's
+inputs round differently from one unblocked computation of it (tests/data/
+test_feature_blocks.py: at most 1e-5 relative).
 
 The in-memory and the streamed preparations block alike (a symbol's blocks are set by its
-own rows), so the two stay equal bit for bit, and a symbol no longer than a block is
-computed whole: every set of bars of a few years of 1-minute bars a symbol, every test and
-every earlier run, is computed exactly as before. The cross group reads the other symbols
-at each row and is computed over the whole symbol, beside the blocks (about 100 bytes a
-bar at its default windows).
+own rows), so the two stay equal bit for bit, and a symbol no longer than a block (about
+nine months of 23-hour days of 1-minute bars; every test and the README's bars) is
+computed whole, exactly as before. The cross group reads the other symbols at each row and
+is computed over the whole symbol, beside the blocks (about 500 bytes a bar at 4 windows:
+`footprint.CROSS_ROW_BYTES`).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from foxhunt.data.features.bars import session_first_row
+from foxhunt.data.features.bars import session_first_row, session_gap, session_numbers
 
 #: a symbol longer than this many rows is computed a block at a time (about 370 MB of the
 #: tft-225 groups' matrix and temporaries, 1.4 KB a bar, against 2.8 GB for 2 M bars)
@@ -34,10 +37,6 @@ BLOCK_ROWS = 1 << 18
 #: a block's prefix holds this many of the longest warm-up: an EWM of span s then weighs
 #: what precedes the prefix by about e^-WARMUPS
 WARMUPS = 20
-
-
-#: a session's rows at most, for `computed_rows`' estimate: a day of 1-minute bars
-SESSION_ROWS = 1440
 
 
 @dataclass(frozen=True)
@@ -58,12 +57,13 @@ def symbol_runs(symbols: np.ndarray) -> list[tuple[int, int]]:
     return list(itertools.pairwise(edges))
 
 
-def computed_rows(rows: int, warmup: int) -> int:
-    """The most rows computed at once for a symbol of `rows` rows: a block and its prefix
-    (two sessions of 1-minute bars at most beyond the warm-ups), or the whole symbol."""
-    if rows <= BLOCK_ROWS:
-        return rows
-    return min(rows, BLOCK_ROWS + WARMUPS * warmup + 2 * SESSION_ROWS)
+def computed_rows(series: np.ndarray, times_ns: np.ndarray, gap_ns: int | None, warmup: int) -> int:
+    """The most rows computed at once for one symbol's rows (their series codes and times;
+    `gap_ns`: the fitted session gap): a block and its prefix, or all of them."""
+    gap = session_gap(series, times_ns, gap_ns)
+    symbol = np.zeros(len(series), np.int8)
+    blocks = plan_blocks(symbol, session_numbers(series, times_ns, gap), warmup)
+    return max((b.stop - b.prefix for b in blocks), default=0)
 
 
 def plan_blocks(
@@ -72,14 +72,15 @@ def plan_blocks(
     """The blocks of a frame's rows: one, the whole frame, when no symbol is longer than
     `rows`; else each symbol's rows cut every `rows` rows from its first, each block's prefix
     `WARMUPS * warmup` rows back then back to the first row of the session before
-    (`session` [N]: session numbers, new at each series start)."""
+    (`session` [N]: session numbers, new at each series start); a block whose prefix reaches
+    past the previous block's first row merged into it."""
     rows = BLOCK_ROWS if rows is None else rows  # read at each call: tests set it
     runs = symbol_runs(symbols)
     if all(stop - start <= rows for start, stop in runs):
         return [Block(0, 0, len(symbols))]
     firsts = session_first_row(session)
     reach = max(1, WARMUPS * warmup)
-    blocks = []
+    blocks: list[Block] = []
     for first, last in runs:
         for start in range(first, last, rows):
             stop = min(start + rows, last)
@@ -89,5 +90,8 @@ def plan_blocks(
             else:  # the session before `back`'s (its first row, or the symbol's first row)
                 previous = max(firsts[back] - 1, first)
                 prefix = max(firsts[previous], first)
-            blocks.append(Block(prefix, start, stop))
+            if blocks and start > first and prefix <= blocks[-1].start:  # merged: no gain
+                blocks[-1] = Block(blocks[-1].prefix, blocks[-1].start, stop)
+            else:
+                blocks.append(Block(int(prefix), start, stop))
     return blocks

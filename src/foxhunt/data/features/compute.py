@@ -122,18 +122,29 @@ def library_blocks(
     spec = replace(spec, session_gap_ns=session_gap(series, times_ns, spec.session_gap_ns))
     full = replace(spec, dropped=())
     width = len(full.observed_names) + len(full.known_names)
-    session = session_numbers(series, times_ns, spec.session_gap_ns or 0)
+    session = session_numbers(series, times_ns, spec.session_gap_ns or 0)  # int: set above
     plan = plan_blocks(frame["symbol"].to_numpy(), session, spec.warmup_bars)
+    contracts = row_contracts(frame, spec)  # checked once, over every bar
     if len(plan) == 1:
         whole = np.empty((len(returns), width), np.float32) if out is None else out
-        _fill(whole, frame, spec, timezone, series, returns, others, crossing=True)
+        _fill(whole, frame, spec, timezone, series, returns, contracts, others, crossing=True)
         yield 0, len(returns), whole
         return
     cross = _cross_columns(frame, spec, timezone, series, returns, others)
     for block in plan:
         rows = slice(block.prefix, block.stop)
         part = np.empty((block.stop - block.prefix, width), np.float32)
-        _fill(part, frame.iloc[rows], spec, timezone, series[rows], returns[rows], crossing=False)
+        mine = None if contracts is None else contracts[rows]
+        _fill(
+            part,
+            frame.iloc[rows],
+            spec,
+            timezone,
+            series[rows],
+            returns[rows],
+            mine,
+            crossing=False,
+        )
         kept = part[block.start - block.prefix :]
         if out is not None:
             out[block.start : block.stop] = kept
@@ -161,12 +172,14 @@ def _fill(
     timezone: str,
     series: np.ndarray,
     returns: np.ndarray,
+    contracts: np.ndarray | None,
     others: OtherSymbols | None = None,
     *,
     crossing: bool,
 ) -> None:
-    """Every column of `inputs` [N, P] for `frame`'s rows; the cross group's only when
-    `crossing` (a block of one symbol leaves them to `_cross_columns`)."""
+    """Every column of `inputs` [N, P] for `frame`'s rows (`contracts`: their checked
+    `row_contracts`); the cross group's only when `crossing` (a block of one symbol leaves
+    them to `_cross_columns`)."""
     bars = replace(make_bars(frame, spec, timezone, series, returns), others=others)
     if crossing:
         check_cross(bars.symbols if others is None else np.asarray(others.names), spec)
@@ -187,7 +200,7 @@ def _fill(
     for name in spec.observed_columns:
         inputs[:, j], j = frame[name].to_numpy(np.float64), j + 1
     times, symbols = pd.DatetimeIndex(frame["timestamp"]), frame["symbol"].to_numpy()
-    known = known_calendar(times, full, timezone, symbols, row_contracts(frame, spec))
+    known = known_calendar(times, full, timezone, symbols, contracts)
     write_columns(inputs[:, j : j + known.shape[1]], list(known.T))
     j += known.shape[1]
     for name in spec.known_columns:

@@ -14,6 +14,10 @@ from foxhunt.data.features.bars import Bars, ewm_mean, per_series, rolling, safe
 from foxhunt.data.features.group import Column, Group, windowed
 
 _STEMS = ("ema_dist", "rsi", "zscore")
+#: a std of log closes below this is rounding residue, not movement (a tick of the E-mini is
+#: about 5e-5 in log price): the closes are equal and the z-score is 0, as documented,
+#: whatever rows pandas' rolling std had summed before (issue 41's row blocks start later)
+FLAT = 1e-9
 
 
 def columns(windows: tuple[int, ...]) -> list[Column]:
@@ -32,7 +36,9 @@ def compute(bars: Bars, windows: tuple[int, ...], out: np.ndarray) -> None:
             ema = np.log(ewm_mean(bars.close[rows], span=s))
             g, loss = ewm_mean(gains, alpha=1 / s), ewm_mean(losses, alpha=1 / s)
             rsi = 100 * safe_divide(g, g + loss, 0.5) - 50
-            z = safe_divide(c - rolling(c, s, "mean"), rolling(c, s, "std"))
+            std = rolling(c, s, "std")
+            std[std < FLAT] = 0.0  # equal closes: pandas' running sums leave a residue
+            z = safe_divide(c - rolling(c, s, "mean"), std)
             ema[: s + 1] = rsi[: s + 1] = z[: s + 1] = np.nan  # one warm-up for all three
             columns += [c - ema, rsi, z]
         return columns
