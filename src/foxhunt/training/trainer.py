@@ -233,16 +233,13 @@ class Trainer:
     def train_epoch(self) -> float:
         state = self.state
         self.sampler.set_position(state.epoch, state.batch_in_epoch)
+        workers, pinned = self.config.num_workers, self.device.type == "cuda"  # non_blocking
         loader = make_loader(
-            self.train_set,
-            batch_sampler=self.sampler,
-            num_workers=self.config.num_workers,
-            pin_memory=self.device.type == "cuda",  # then copied with non_blocking=True
+            self.train_set, batch_sampler=self.sampler, num_workers=workers, pin_memory=pinned
         )
         limit = self.config.max_steps_per_epoch or len(self.sampler)
-        total = min(limit, len(self.sampler)) - state.batch_in_epoch
         bar = tqdm(
-            total=total,
+            total=min(limit, len(self.sampler)) - state.batch_in_epoch,
             desc=f"epoch {state.epoch + 1}",
             disable=self.rank != 0 or not sys.stderr.isatty(),
             leave=False,
