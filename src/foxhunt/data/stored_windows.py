@@ -32,6 +32,7 @@ from foxhunt.data.config import DataConfig
 from foxhunt.data.dataset import WindowDataset
 from foxhunt.data.encoded import EncodedFrame
 from foxhunt.data.feature_store import read_entry
+from foxhunt.data.features.matrix import finite_rows
 from foxhunt.data.latest import LatestWindows, latest_of, latest_rows
 from foxhunt.data.pipeline import PreparedData
 from foxhunt.data.preprocess import Preprocessor
@@ -41,8 +42,6 @@ from foxhunt.storage.mirror import cache_folder, is_url
 from foxhunt.storage.staged import open_complete
 
 log = logging.getLogger("foxhunt.data")
-
-BLOCK_ROWS = 1 << 16  # rows of the inputs read at a time for their finite rows
 
 
 def stored_windows(config: DataConfig, preprocessor: Preprocessor) -> WindowDataset | None:
@@ -122,10 +121,7 @@ def _every_window(
     """`Preprocessor.dataset`'s windows over the entry's arrays."""
     data = read_entry(entry, meta)
     encoded, inputs = _stored_bars(data, source), data.train.past_values
-    finite = np.isfinite(np.asarray(encoded.features.returns))
-    for lo in range(0, len(finite), BLOCK_ROWS):
-        block = np.asarray(inputs[lo : lo + BLOCK_ROWS])
-        finite[lo : lo + BLOCK_ROWS] &= np.isfinite(block).all(axis=1)
+    finite = finite_rows(np.asarray(inputs)) & np.isfinite(encoded.features.returns)
     encoded = replace(encoded, finite=finite)
     baseline = pre.baseline(encoded)
     anchors = pre.every_anchor(encoded, baseline)

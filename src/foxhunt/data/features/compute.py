@@ -180,9 +180,7 @@ def _fill(
     """Every column of `inputs` [N, P] for `frame`'s rows (`contracts`: their checked
     `row_contracts`); the cross group's only when `crossing` (a block of one symbol leaves
     them to `_cross_columns`)."""
-    bars = replace(make_bars(frame, spec, timezone, series, returns), others=others)
-    if crossing:
-        check_cross(bars.symbols if others is None else np.asarray(others.names), spec)
+    bars = _bars(frame, spec, timezone, series, returns, others, crossing=crossing)
     full = replace(spec, dropped=())
     base = base_columns(frame, returns, spec.volatility_windows, series)
     j = len(base)
@@ -207,6 +205,24 @@ def _fill(
         inputs[:, j], j = frame[name].to_numpy(np.float64), j + 1
 
 
+def _bars(
+    frame: pd.DataFrame,
+    spec: FeatureSpec,
+    timezone: str,
+    series: np.ndarray,
+    returns: np.ndarray,
+    others: OtherSymbols | None,
+    *,
+    crossing: bool,
+) -> Bars:
+    """The bars the groups read; when `crossing`, checked to hold several symbols for the
+    cross group (its own, or `others`')."""
+    bars = replace(make_bars(frame, spec, timezone, series, returns), others=others)
+    if crossing:
+        check_cross(bars.symbols if others is None else np.asarray(others.names), spec)
+    return bars
+
+
 def _cross_columns(
     frame: pd.DataFrame,
     spec: FeatureSpec,
@@ -221,8 +237,7 @@ def _cross_columns(
     first = len(BASE_OBSERVED) + len(spec.volatility_windows)
     for group, windows, columns in _slots(spec, first):
         if group.cross:
-            bars = replace(make_bars(frame, spec, timezone, series, returns), others=others)
-            check_cross(bars.symbols if others is None else np.asarray(others.names), spec)
+            bars = _bars(frame, spec, timezone, series, returns, others, crossing=True)
             values = np.empty((len(returns), columns.stop - columns.start), np.float32)
             cast("Fill", group.compute)(bars, windows, values)
             return columns, values
