@@ -63,6 +63,9 @@ def main() -> None:
     parser.add_argument("bars", type=Path, help="a planted market of several symbols")
     parser.add_argument("out", type=Path, help="the copy with the state columns (.parquet)")
     args = parser.parse_args()
+    if not args.bars.is_file():
+        print(f"{args.bars}: no such file; write one with foxhunt planted", file=sys.stderr)
+        sys.exit(2)
     frame = pd.read_parquet(args.bars)
     copy = frame.assign(**state_columns(frame, args.bars))
     buffer = io.BytesIO()

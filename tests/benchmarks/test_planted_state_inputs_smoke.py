@@ -1,6 +1,6 @@
 """benchmarks/planted_state_inputs.py on a few days of a planted cross market: the copy holds
 the generator's own state per row, keeps the bars, and still scores the oracle; exit 2 on bars
-without a cross lead."""
+without a cross lead or no file."""
 
 from __future__ import annotations
 
@@ -51,3 +51,6 @@ def test_bars_without_a_cross_lead_exit_2(tmp_path: Path) -> None:
     write_planted(generate_planted(builtin_market(3, 0, ("ES",))), bars)
     done = run(bars, tmp_path / "out.parquet")
     assert done.returncode == 2 and "not a planted market with a cross lead" in done.stderr
+    done = run(tmp_path / "missing.parquet", tmp_path / "out.parquet")
+    assert done.returncode == 2 and "missing.parquet: no such file" in done.stderr
+    assert not (tmp_path / "out.parquet").exists()
