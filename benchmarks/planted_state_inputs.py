@@ -24,28 +24,22 @@ leader will; what holds the network back is then the learning, not what it is sh
 from __future__ import annotations
 
 import argparse
-import hashlib
-import io
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from foxhunt.data.planted.files import planted_config_of, sidecar_path
+from foxhunt.data.planted.config import PlantedConfig
+from foxhunt.data.planted.files import planted_config_of, write_planted
+from foxhunt.data.planted.generate import PlantedBars
 from foxhunt.data.planted.oracle import read_bars, regime_probability
-from foxhunt.storage import atomic_write_files
 
 COLUMNS = ("lead_c", "lead_high")
 
 
-def state_columns(frame: pd.DataFrame, path: Path) -> dict[str, np.ndarray]:
-    """The oracle's state per row of `frame` (the bars of the planted market at `path`)."""
-    cfg = planted_config_of(path)
-    if cfg is None or len(cfg.symbols) < 2 or cfg.cross_lead <= 0:
-        print(f"{path}: not a planted market with a cross lead", file=sys.stderr)
-        sys.exit(2)
+def state_columns(frame: pd.DataFrame, cfg: PlantedConfig) -> dict[str, np.ndarray]:
+    """The oracle's state per row of `frame` (the bars `cfg` made)."""
     read = read_bars(frame, cfg)
     c = np.array([state.c for state in read.path[1:]])  # [T, S]: after each bar
     high = regime_probability(read.law, read.clock, read.seen, read.path)  # [T, S]
@@ -66,15 +60,15 @@ def main() -> None:
     if not args.bars.is_file():
         print(f"{args.bars}: no such file; write one with foxhunt planted", file=sys.stderr)
         sys.exit(2)
+    cfg = planted_config_of(args.bars)
+    if cfg is None or len(cfg.symbols) < 2 or cfg.cross_lead <= 0:
+        print(f"{args.bars}: not a planted market with a cross lead", file=sys.stderr)
+        sys.exit(2)
     frame = pd.read_parquet(args.bars)
-    copy = frame.assign(**state_columns(frame, args.bars))
-    buffer = io.BytesIO()
-    copy.to_parquet(buffer, index=False)
-    data = buffer.getvalue()
-    record = json.loads(sidecar_path(args.bars).read_text())
-    record["sha256"] = hashlib.sha256(data).hexdigest()
-    side = (json.dumps(record, indent=1) + "\n").encode()
-    atomic_write_files({args.out: data, sidecar_path(args.out): side})
+    copy = frame.assign(**state_columns(frame, cfg))
+    # foxhunt planted's own writer: the copy and its record (the config, the copy's SHA-256)
+    # both or neither; it reads the frame and the config, not the latent path
+    write_planted(PlantedBars(frame=copy, latent=pd.DataFrame(), config=cfg), args.out)
     print(f"{args.out}: {len(copy)} bars with {', '.join(COLUMNS)} (no timing: any CPU)")
 
 
